@@ -1,0 +1,3 @@
+from attnkata.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The grading engine: loads katas, runs graders against isolated candidate code, diagnoses."""

@@ -1,0 +1,285 @@
+"""Load and validate `katas/<slug>/kata.toml`, the single source of truth for a kata.
+
+Only stdlib here (tomllib, difflib): `kata list`, `show` and `hint` import this module
+and must answer without importing torch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from attnkata.checker.errors import KataDefinitionError, UnknownKataError
+
+DIFFICULTIES = ("easy", "medium", "hard")
+TIERS = ("core", "edge", "efficient")
+LANGS = ("en", "zh")
+FOLLOWUP_KINDS = ("open", "choice", "numeric", "order")
+
+
+@dataclass(frozen=True)
+class Text:
+    """A user-facing string in both languages."""
+
+    en: str
+    zh: str
+
+    def get(self, lang: str) -> str:
+        return self.zh if lang == "zh" else self.en
+
+
+@dataclass(frozen=True)
+class Hint:
+    text: Text
+    mistake: str | None = None  # a hint written for one diagnosed mistake
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """An interviewer's follow-up question; `kind` decides which optional fields are set."""
+
+    id: str
+    kind: str
+    prompt: Text
+    answer: Text | None = None  # model answer (open) or explanation shown after answering
+    options: tuple[Text, ...] = ()  # choice: the options; order: the items in correct order
+    correct: int | None = None  # choice: index into options
+    params: dict[str, tuple[float, ...]] = field(default_factory=dict)  # numeric: choices per parameter
+    formula: str | None = None  # numeric: arithmetic over params
+    tolerance: float = 0.01  # numeric: relative tolerance
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class Kata:
+    id: str
+    title: Text
+    difficulty: str
+    minutes: int
+    tags: tuple[str, ...]
+    entry_points: tuple[str, ...]
+    solution_file: str
+    required_tiers: tuple[str, ...]
+    hints: tuple[Hint, ...]
+    followups: tuple[FollowUp, ...]
+    mistakes: tuple[str, ...]
+    folder: Path
+    uses_torch: bool = True
+
+    @property
+    def module_name(self) -> str:
+        return self.id.replace("-", "_")
+
+    @property
+    def grader_path(self) -> Path:
+        return self.folder / f"test_{self.module_name}.py"
+
+    @property
+    def skeleton_path(self) -> Path:
+        return self.folder / "skeleton.py"
+
+    def statement_path(self, lang: str) -> Path:
+        return self.folder / ("statement.zh.md" if lang == "zh" else "statement.md")
+
+    def statement(self, lang: str) -> str:
+        """The statement with the shared conventions spliced in at `{{conventions}}`."""
+        text = self.statement_path(lang).read_text(encoding="utf-8")
+        return text.replace(CONVENTIONS_MARK, conventions(lang))
+
+    def hint_for(self, mistake: str) -> Hint | None:
+        return next((h for h in self.hints if h.mistake == mistake), None)
+
+    @property
+    def progressive_hints(self) -> tuple[Hint, ...]:
+        return tuple(h for h in self.hints if h.mistake is None)
+
+
+CONVENTIONS_MARK = "{{conventions}}"
+
+
+def conventions(lang: str) -> str:
+    name = "conventions.zh.md" if lang == "zh" else "conventions.md"
+    return (katas_root() / name).read_text(encoding="utf-8").strip()
+
+
+def katas_root() -> Path:
+    import attnkata.katas
+
+    return Path(attnkata.katas.__file__).parent
+
+
+class _Fields:
+    """Typed access to one toml table that names the file and the field on any error."""
+
+    def __init__(self, path: Path, data: dict[str, Any], prefix: str = "") -> None:
+        self.path, self.data, self.prefix = path, data, prefix
+
+    def fail(self, name: str, problem: str) -> KataDefinitionError:
+        return KataDefinitionError(f"{self.path}: field '{self.prefix}{name}': {problem}")
+
+    def get(self, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+        if name not in self.data:
+            if default is ...:
+                raise self.fail(name, "missing")
+            return default
+        value = self.data[name]
+        if isinstance(value, bool) and kind in (int, float, (int, float)):
+            raise self.fail(name, f"expected a number, got {value!r}")
+        if not isinstance(value, kind):
+            expected = getattr(kind, "__name__", None) or " or ".join(k.__name__ for k in kind)
+            raise self.fail(name, f"expected {expected}, got {type(value).__name__}")
+        return value
+
+    def text(self, name: str, default: Any = ...) -> Text | None:
+        value = self.get(name, dict, default)
+        return None if value is None else self.sub(value, name).text_value()
+
+    def text_value(self) -> Text:
+        """This table itself as a {en, zh} text."""
+        for lang in LANGS:
+            if not isinstance(self.data.get(lang), str) or not self.data[lang].strip():
+                raise self.fail(lang, "missing or empty text")
+        return Text(en=self.data["en"], zh=self.data["zh"])
+
+    def strings(self, name: str, default: Any = ...) -> tuple[str, ...]:
+        value = self.get(name, list, default)
+        if not all(isinstance(v, str) for v in value):
+            raise self.fail(name, "expected a list of strings")
+        return tuple(value)
+
+    def sub(self, value: Any, name: str) -> _Fields:
+        if not isinstance(value, dict):
+            raise self.fail(name, "expected a table")
+        return _Fields(self.path, value, f"{self.prefix}{name}.")
+
+
+def _parse_followup(f: _Fields) -> FollowUp:
+    kind = f.get("kind", str)
+    if kind not in FOLLOWUP_KINDS:
+        raise f.fail("kind", f"must be one of {', '.join(FOLLOWUP_KINDS)}, got {kind!r}")
+    options = tuple(
+        f.sub(o, f"options[{i}]").text_value() for i, o in enumerate(f.get("options", list, []))
+    )
+    params = {
+        k: tuple(float(x) for x in v) for k, v in f.get("params", dict, {}).items()
+    }
+    fu = FollowUp(
+        id=f.get("id", str),
+        kind=kind,
+        prompt=f.text("prompt"),
+        answer=f.text("answer", None),
+        options=options,
+        correct=f.get("correct", int, None),
+        params=params,
+        formula=f.get("formula", str, None),
+        tolerance=float(f.get("tolerance", (int, float), 0.01)),
+        unit=f.get("unit", str, ""),
+    )
+    if kind == "choice" and (fu.correct is None or not 0 <= fu.correct < len(options) or len(options) < 2):
+        raise f.fail("correct", "a choice question needs >= 2 options and a valid `correct` index")
+    if kind == "order" and len(options) < 3:
+        raise f.fail("options", "an order question needs >= 3 items")
+    if kind == "numeric":
+        if not fu.formula or not fu.params:
+            raise f.fail("formula", "a numeric question needs `params` and `formula`")
+        from attnkata.checker.arith import ArithmeticError_, evaluate
+
+        try:
+            evaluate(fu.formula, {k: v[0] for k, v in params.items()})
+        except ArithmeticError_ as exc:
+            raise f.fail("formula", str(exc)) from None
+    if kind == "open" and fu.answer is None:
+        raise f.fail("answer", "an open question needs a model answer")
+    return fu
+
+
+def load_kata(folder: Path) -> Kata:
+    path = folder / "kata.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KataDefinitionError(f"{path}: file missing") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise KataDefinitionError(f"{path}: not valid TOML: {exc}") from None
+    f = _Fields(path, data)
+    kata_id = f.get("id", str)
+    if kata_id != folder.name:
+        raise f.fail("id", f"{kata_id!r} does not match the folder name {folder.name!r}")
+    difficulty = f.get("difficulty", str)
+    if difficulty not in DIFFICULTIES:
+        raise f.fail("difficulty", f"must be one of {', '.join(DIFFICULTIES)}")
+    minutes = f.get("minutes", int)
+    if not 1 <= minutes <= 180:
+        raise f.fail("minutes", "must be between 1 and 180")
+    tiers = f.strings("required_tiers", ("core", "edge"))
+    if bad := [t for t in tiers if t not in TIERS]:
+        raise f.fail("required_tiers", f"unknown tier(s) {bad}; known: {', '.join(TIERS)}")
+    hints = tuple(
+        Hint(text=f.sub(h, f"hints[{i}]").text_value(), mistake=h.get("mistake"))
+        for i, h in enumerate(f.get("hints", list))
+    )
+    if sum(1 for h in hints if h.mistake is None) < 3:
+        raise f.fail("hints", "at least 3 progressive hints (without `mistake`) are required")
+    followups = tuple(
+        _parse_followup(f.sub(q, f"followups[{i}]")) for i, q in enumerate(f.get("followups", list, []))
+    )
+    entry_points = f.strings("entry_points")
+    if not entry_points:
+        raise f.fail("entry_points", "at least one entry point is required")
+    solution_file = f.get("solution_file", str)
+    if not solution_file.endswith(".py") or "/" in solution_file:
+        raise f.fail("solution_file", "must be a plain file name ending in .py")
+    kata = Kata(
+        id=kata_id,
+        title=f.text("title"),
+        difficulty=difficulty,
+        minutes=minutes,
+        tags=f.strings("tags", ()),
+        entry_points=entry_points,
+        solution_file=solution_file,
+        required_tiers=tiers,
+        hints=hints,
+        followups=followups,
+        mistakes=f.strings("mistakes", ()),
+        folder=folder,
+        uses_torch=f.get("uses_torch", bool, True),
+    )
+    for lang in LANGS:
+        if not kata.statement_path(lang).is_file():
+            raise KataDefinitionError(f"{kata.statement_path(lang)}: statement missing")
+        if CONVENTIONS_MARK not in kata.statement_path(lang).read_text(encoding="utf-8"):
+            raise KataDefinitionError(f"{kata.statement_path(lang)}: must include {CONVENTIONS_MARK}")
+    if not kata.grader_path.is_file():
+        raise KataDefinitionError(f"{kata.grader_path}: grader missing")
+    return kata
+
+
+@cache
+def all_katas() -> dict[str, Kata]:
+    """Every bundled kata, keyed by id, in a stable teaching order (difficulty, then id)."""
+    root = katas_root()
+    found = [load_kata(p) for p in sorted(root.iterdir()) if (p / "kata.toml").is_file()]
+    order = {d: i for i, d in enumerate(DIFFICULTIES)}
+    found.sort(key=lambda k: (order[k.difficulty], k.minutes, k.id))
+    return {k.id: k for k in found}
+
+
+def get_kata(name: str) -> Kata:
+    katas = all_katas()
+    if name in katas:
+        return katas[name]
+    normalised = name.strip().lower().replace("_", "-")
+    if normalised in katas:
+        return katas[normalised]
+    raise UnknownKataError(name, suggest(name, list(katas)))
+
+
+def suggest(name: str, choices: list[str]) -> list[str]:
+    """Closest ids first; falls back to prefix/substring matches for short typos."""
+    close = difflib.get_close_matches(name.lower(), choices, n=3, cutoff=0.5)
+    extra = [c for c in choices if c not in close and (name.lower() in c or c in name.lower())]
+    return close + extra

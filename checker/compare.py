@@ -1,0 +1,143 @@
+"""Compare a candidate's output with the reference, with messages a candidate can act on.
+
+Tolerances (see ../shared/attention-facts.md):
+- float64 candidates: atol = rtol = 1e-5. torch.testing's float64 default (1e-7) would
+  fail harmless float32 intermediates such as an HF-style float32 RoPE `inv_freq`
+  (relative error ~1e-7 in each angle, ~1e-6 in the output); every catalogued mistake
+  moves the output by 1e-2 or more, so 1e-5 still tells them apart by three orders.
+- float32 candidates: judged like flash-attn's tests. The budget is a few (4x) times the
+  error of a plain float32 run of the reference formula against the float64 reference,
+  never below torch.testing's float32 default (atol 1e-5, rtol 1.3e-6). With large
+  logits a fixed tolerance is meaningless; the same-dtype baseline is not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnkata.checker.wire import Opaque
+
+FLOAT64_ATOL = 1e-5
+FLOAT64_RTOL = 1e-5
+FLOAT32_ATOL = 1e-5
+FLOAT32_RTOL = 1.3e-6
+FLOAT32_BASELINE_FACTOR = 4.0
+
+
+def describe(value: Any) -> str:
+    """`(2, 3, 5, 8) float64` for arrays/tensors, the type name otherwise."""
+    if isinstance(value, torch.Tensor):
+        dev = "" if value.device.type == "cpu" else f" on {value.device}"
+        return f"tensor {tuple(value.shape)} {str(value.dtype).replace('torch.', '')}{dev}"
+    if isinstance(value, np.ndarray):
+        return f"ndarray {value.shape} {value.dtype}"
+    if isinstance(value, Opaque):
+        return value.type_name
+    if isinstance(value, tuple | list):
+        return f"{type(value).__name__} of {len(value)}"
+    return type(value).__name__
+
+
+def describe_inputs(**named: Any) -> str:
+    return ", ".join(f"{k} {describe(v).removeprefix('tensor ').removeprefix('ndarray ')}" for k, v in named.items())
+
+
+def _as_tensor(x: Any) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(x)) if isinstance(x, np.ndarray) else x
+
+
+def _where(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(i) for i in index) + "]"
+
+
+def assert_close(
+    got: Any,
+    expected: Any,
+    *,
+    case: str,
+    what: str = "output",
+    baseline: Any = None,
+    kind: str | None = None,
+) -> None:
+    """Assert `got` matches `expected` (a float64 reference) in type, shape, dtype and values.
+
+    `case` names the input (shown first in every message). `baseline`: the reference run
+    in the candidate's dtype, for the float32 error budget. `kind`: "ndarray" or "tensor";
+    inferred from `expected`.
+    """
+    kind = kind or ("ndarray" if isinstance(expected, np.ndarray) else "tensor")
+    prefix = f"{case}: {what}"
+    want_type = np.ndarray if kind == "ndarray" else torch.Tensor
+    if not isinstance(got, want_type):
+        raise AssertionError(f"{prefix}: expected a {want_type.__module__}.{want_type.__name__} "
+                             f"of shape {tuple(expected.shape)}, got {describe(got)}")
+    if tuple(got.shape) != tuple(expected.shape):
+        raise AssertionError(f"{prefix}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}")
+    g, e = _as_tensor(got), _as_tensor(expected)
+    want_dtype = _as_tensor(baseline).dtype if baseline is not None else e.dtype
+    if g.dtype != want_dtype:
+        raise AssertionError(
+            f"{prefix}: expected dtype {str(want_dtype).replace('torch.', '')} (the input's dtype), "
+            f"got {str(g.dtype).replace('torch.', '')}")
+    if kind == "tensor" and g.device != e.device:
+        raise AssertionError(f"{prefix}: expected device {e.device} (the input's device), got {g.device}")
+    g64 = g.detach().to("cpu", torch.float64)
+    e64 = e.detach().to("cpu", torch.float64)
+    bad = ~torch.isfinite(g64) & torch.isfinite(e64)
+    if bad.any():
+        idx = tuple(int(i) for i in bad.nonzero()[0])
+        n = int(bad.sum())
+        val = g64[idx].item()
+        raise AssertionError(
+            f"{prefix}: {n} value(s) are {'NaN' if val != val else 'inf'} where the reference is finite, "
+            f"first at {_where(idx)} (expected {e64[idx].item():.6g})")
+    if g.dtype == torch.float64 or not g.is_floating_point():
+        atol, rtol, budget_note = FLOAT64_ATOL, FLOAT64_RTOL, ""
+    else:
+        atol, rtol = FLOAT32_ATOL, FLOAT32_RTOL
+        budget_note = ""
+        if baseline is not None:
+            base_err = float((_as_tensor(baseline).detach().to("cpu", torch.float64) - e64).abs().max())
+            if FLOAT32_BASELINE_FACTOR * base_err > atol:
+                atol = FLOAT32_BASELINE_FACTOR * base_err
+                budget_note = f" ({FLOAT32_BASELINE_FACTOR:g}x the error of a plain float32 implementation)"
+    err = (g64 - e64).abs()
+    allowed = atol + rtol * e64.abs()
+    over = err > allowed
+    if over.any():
+        flat = int(torch.argmax(err - allowed))
+        idx = tuple(int(i) for i in np.unravel_index(flat, tuple(err.shape)))
+        n = int(over.sum())
+        raise AssertionError(
+            f"{prefix}: {n} of {err.numel()} values differ from the reference; max abs error "
+            f"{float(err.max()):.3g} (allowed {atol:.2g} + {rtol:.2g}*|expected|{budget_note}); "
+            f"worst at {_where(idx)}: expected {e64[idx].item():.6g}, got {g64[idx].item():.6g}")
+
+
+def assert_equal_mask(got: Any, expected: torch.Tensor, *, case: str, what: str = "mask") -> None:
+    """Exact comparison for boolean masks, showing the first rows that differ."""
+    prefix = f"{case}: {what}"
+    if not isinstance(got, torch.Tensor):
+        raise AssertionError(f"{prefix}: expected a torch.Tensor, got {describe(got)}")
+    if got.dtype != torch.bool:
+        raise AssertionError(f"{prefix}: expected dtype bool (True = may attend), got "
+                             f"{str(got.dtype).replace('torch.', '')}")
+    if tuple(got.shape) != tuple(expected.shape):
+        raise AssertionError(f"{prefix}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}")
+    if got.device != expected.device:
+        raise AssertionError(f"{prefix}: expected device {expected.device}, got {got.device}")
+    diff = got.cpu() != expected.cpu()
+    if diff.any():
+        idx = tuple(int(i) for i in diff.nonzero()[0])
+        raise AssertionError(
+            f"{prefix}: {int(diff.sum())} entries differ; first at {_where(idx)}: expected "
+            f"{bool(expected[idx])}, got {bool(got[idx])}")
+
+
+def assert_no_mutation(outcome: Any, *, case: str) -> None:
+    if outcome.mutated:
+        raise AssertionError(f"{case}: your code modified its input ({', '.join(outcome.mutated)}); "
+                             "work on new tensors (e.g. masked_fill instead of masked_fill_)")

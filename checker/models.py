@@ -1,0 +1,120 @@
+"""The typed result of grading one file. Every renderer (terminal, JSON, HTML, Markdown) reads
+only this model; it round-trips through versioned JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+RESULT_VERSION = 1
+
+# Overall and per-test statuses.
+PASS, FAIL, ERROR, TIMEOUT, SKIP = "pass", "fail", "error", "timeout", "skip"
+
+# Exercism's analyzer scale, most severe first. "essential" means "this is why it fails".
+SEVERITIES = ("essential", "actionable", "informative", "celebratory")
+
+
+@dataclass
+class SourceRef:
+    """Lines of the candidate's own file that a diagnostic points at (1-based, inclusive)."""
+
+    line: int
+    end_line: int | None = None
+    text: str = ""
+
+
+@dataclass
+class Diagnostic:
+    """One finding about the candidate's code.
+
+    `id` is a catalogue id (e.g. `kv-repeat-instead-of-interleave`) or one of the load-time ids
+    (`syntax-error`, `missing-entry-point`, `signature-mismatch`, `exception`, ...).
+    `title`/`explanation`/`fix` are already in the user's language; `evidence` says what decided it
+    (which probe, which op, which line); `data` carries structured extras for renderers
+    (e.g. mask grids, head maps)."""
+
+    id: str
+    severity: str
+    title: str
+    explanation: str = ""
+    fix: str = ""
+    evidence: list[str] = field(default_factory=list)
+    source: list[SourceRef] = field(default_factory=list)
+    link: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "essential"
+
+
+@dataclass
+class TestResult:
+    id: str
+    tier: str
+    status: str
+    message: str = ""
+    duration: float = 0.0
+
+
+@dataclass
+class Result:
+    kata: str
+    solution: str
+    status: str
+    tests: list[TestResult] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    required_tiers: list[str] = field(default_factory=lambda: ["core", "edge"])
+    lang: str = "en"
+    version: int = RESULT_VERSION
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    def tier_counts(self) -> dict[str, tuple[int, int]]:
+        """tier -> (passed, total), in tier order of appearance."""
+        counts: dict[str, list[int]] = {}
+        for t in self.tests:
+            c = counts.setdefault(t.tier, [0, 0])
+            c[1] += 1
+            c[0] += t.status == PASS
+        return {k: (v[0], v[1]) for k, v in counts.items()}
+
+    @property
+    def failed_tests(self) -> list[TestResult]:
+        return [t for t in self.tests if t.status != PASS]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        version = data.get("version")
+        if version != RESULT_VERSION:
+            raise ValueError(f"unsupported result version {version!r} (expected {RESULT_VERSION})")
+        data = dict(data)
+        data["tests"] = [TestResult(**t) for t in data.get("tests", [])]
+        data["diagnostics"] = [
+            Diagnostic(**{**d, "source": [SourceRef(**s) for s in d.get("source", [])]})
+            for d in data.get("diagnostics", [])
+        ]
+        return cls(**data)
+
+
+def overall_status(tests: list[TestResult], required_tiers: list[str] | tuple[str, ...]) -> str:
+    """pass only when every test of every required tier passed; timeout beats error beats fail."""
+    # A skipped test (e.g. the CUDA test on a machine without a GPU) neither passes nor fails.
+    required = [t for t in tests if t.tier in required_tiers and t.status != SKIP]
+    if not required:
+        return ERROR
+    statuses = {t.status for t in required}
+    if statuses <= {PASS}:
+        return PASS
+    if TIMEOUT in statuses:
+        return TIMEOUT
+    if statuses == {ERROR}:
+        return ERROR
+    return FAIL

@@ -1,0 +1,103 @@
+"""Seeded inputs and call-and-compare helpers shared by the graders (and diagnosis probes).
+
+Every input is built from an explicit seed so a failing test names an input the candidate
+can rebuild, and diagnosis can replay it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnkata.checker.compare import assert_close, assert_no_mutation
+from attnkata.checker.proxy import Candidate, Outcome
+
+
+def randn(*shape: int, seed: int, dtype: torch.dtype = torch.float64, scale: float = 1.0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=torch.float64).mul_(scale).to(dtype)
+
+
+def random_mask(*shape: int, seed: int, p: float = 0.6) -> torch.Tensor:
+    """Bool mask with P(True) = p; every row keeps at least one True (its last key)."""
+    g = torch.Generator().manual_seed(seed)
+    m = torch.rand(*shape, generator=g) < p
+    m[..., -1] = True
+    return m
+
+
+def causal(L: int, S: int | None = None) -> torch.Tensor:
+    """Bottom-right aligned causal mask (L, S): query i (at S - L + i) may attend key j <= S - L + i."""
+    S = L if S is None else S
+    return torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)
+
+
+def cast(x: Any, dtype: torch.dtype) -> Any:
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return x.to(dtype)
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+        return x.astype(torch.empty(0, dtype=dtype).numpy().dtype)
+    return x
+
+
+def to_numpy(x: Any) -> Any:
+    return x.numpy() if isinstance(x, torch.Tensor) else x
+
+
+def check_call(
+    solution: Candidate,
+    name: str,
+    reference: Callable[..., Any],
+    args: tuple,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    case: str,
+    dtype: torch.dtype = torch.float64,
+    numpy: bool = False,
+) -> Outcome:
+    """Call the candidate and the reference on the same inputs in `dtype` and compare.
+
+    The reference always runs in float64 (the truth) and, for other dtypes, once more in
+    `dtype` (the error budget of a plain implementation in that precision)."""
+    kwargs = kwargs or {}
+    conv = to_numpy if numpy else (lambda x: x)
+    a64 = tuple(conv(cast(x, torch.float64)) for x in args)
+    k64 = {k: conv(cast(v, torch.float64)) for k, v in kwargs.items()}
+    a = tuple(conv(cast(x, dtype)) for x in args)
+    kw = {k: conv(cast(v, dtype)) for k, v in kwargs.items()}
+    expected = reference(*a64, **k64)
+    baseline = reference(*a, **kw) if dtype != torch.float64 else None
+    outcome = solution.call(name, a, kw)
+    assert_no_mutation(outcome, case=case)
+    assert_close(outcome.value, expected, case=case, baseline=baseline)
+    return outcome
+
+
+def check_grads(
+    solution: Candidate,
+    name: str,
+    reference: Callable[..., Any],
+    args: tuple,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    wrt: tuple[int, ...],
+    grad_output: torch.Tensor,
+    case: str,
+    names: str = "qkv",
+) -> Outcome:
+    """Backpropagate `grad_output` through candidate and reference; compare the input gradients."""
+    kwargs = kwargs or {}
+    outcome = solution.call(name, args, kwargs, grad_wrt=wrt, grad_output=grad_output)
+    leaves = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
+              for i, a in enumerate(args)]
+    reference(*leaves, **kwargs).backward(grad_output)
+    for pos, got in zip(wrt, outcome.grads, strict=True):
+        label = names[pos] if pos < len(names) else f"argument {pos}"
+        if got is None:
+            raise AssertionError(f"{case}: no gradient reached {label}: the output does not depend on it "
+                                 "through differentiable ops (detach, .data or in-place writes?)")
+        assert_close(got, leaves[pos].grad, case=case, what=f"gradient w.r.t. {label}")
+    return outcome

@@ -1,0 +1,153 @@
+"""Run one grading session: static checks, the kata's pytest grader in this process against
+a candidate proxy, then diagnosis. Returns a `Result`; never raises for candidate faults."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+from pathlib import Path
+
+from attnkata.checker.catalog import Kata
+from attnkata.checker.errors import KataDefinitionError, UsageError
+from attnkata.checker.messages import msg
+from attnkata.checker.models import ERROR, Diagnostic, Result, SourceRef, overall_status
+from attnkata.checker.proxy import (
+    CandidateBanned,
+    CandidateCrashed,
+    CandidateExited,
+    CandidateFailure,
+    CandidateMemory,
+    CandidateTimeout,
+    Limits,
+)
+from attnkata.checker.static import check_source
+
+_FAILURE_TITLES = {
+    CandidateTimeout: "timeout_title",
+    CandidateCrashed: "crash_title",
+    CandidateExited: "crash_title",
+    CandidateMemory: "memory_title",
+    CandidateBanned: "banned_title",
+}
+
+
+def failure_diagnostic(exc: CandidateFailure, source_lines: list[str], lang: str) -> Diagnostic:
+    """A candidate failure (exception, crash, timeout...) as a diagnostic with its own lines."""
+    key = next((v for k, v in _FAILURE_TITLES.items() if isinstance(exc, k)), None)
+    title = msg(key, lang) if key else msg("exception_title", lang, type=exc.exc_type or "an exception")
+    refs = [
+        SourceRef(line=f["line"], text=source_lines[f["line"] - 1].strip() if 0 < f["line"] <= len(source_lines) else f["text"])
+        for f in exc.frames[-3:]
+    ]
+    return Diagnostic(id=_failure_id(exc), severity="essential", title=title, explanation=exc.message, source=refs)
+
+
+def _failure_id(exc: CandidateFailure) -> str:
+    if isinstance(exc, CandidateTimeout):
+        return "timeout"
+    if isinstance(exc, CandidateCrashed | CandidateExited):
+        return "interpreter-ended"
+    if isinstance(exc, CandidateMemory):
+        return "memory-limit"
+    if isinstance(exc, CandidateBanned):
+        return "banned-api"
+    return "exception"
+
+
+def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for d in diags:
+        key = (d.id, d.explanation.split(" while ")[0])
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+@contextlib.contextmanager
+def _no_plugin_autoload():
+    """Grade with our plugin only: whatever else is installed (hypothesis, xdist...) must
+    neither slow grading down nor change it. Our plugin is passed to pytest.main directly."""
+    old = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = old
+
+
+def _pytest_args(kata: Kata, path: Path) -> list[str]:
+    return [
+        str(kata.grader_path),
+        "--solution", str(path),
+        "-p", "no:cacheprovider",
+        "--assert=plain",  # graders raise their own messages; rewriting costs ~0.5 s
+        "--import-mode=importlib",
+        "--rootdir", str(kata.folder),
+        "-c", os.devnull,  # no ini file: a project's pytest settings must not leak in
+        "-q", "--no-header", "-rN", "--tb=no",
+    ]
+
+
+def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "en",
+          diagnose: bool = True) -> Result:
+    """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file."""
+    import pytest
+
+    from attnkata.checker import plugin
+    from attnkata.checker.proxy import Candidate
+
+    limits = limits or Limits()
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(msg("file_not_found", lang, path=path), msg("file_not_found_hint", lang, kata=kata.id))
+    t0 = time.perf_counter()
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text") from None
+    result = Result(kata=kata.id, solution=str(path.resolve()), status=ERROR,
+                    required_tiers=list(kata.required_tiers), lang=lang)
+    static = check_source(kata, source, lang)
+    result.diagnostics.extend(static)
+    if any(d.id in ("syntax-error", "missing-entry-point") for d in static):
+        result.timings = {"total": round(time.perf_counter() - t0, 3)}
+        return result
+    lines = source.splitlines()
+    with Candidate(path, limits) as candidate:
+        candidate.start()
+        t_load = time.perf_counter()
+        if candidate.load_error is not None:
+            d = failure_diagnostic(candidate.load_error, lines, lang)
+            if d.id == "exception":
+                d.title = msg("load_title", lang)
+            result.diagnostics.append(d)
+            result.timings = {"total": round(time.perf_counter() - t0, 3)}
+            return result
+        collector = plugin.Collector(candidate)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _no_plugin_autoload():
+            code = pytest.main(_pytest_args(kata, path), plugins=[plugin, collector])
+        t_tests = time.perf_counter()
+        if collector.collect_errors or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            detail = (collector.collect_errors or [out.getvalue()[-1500:]])[0]
+            raise KataDefinitionError(f"the grader of {kata.id} is broken: {detail}")
+        result.tests = collector.results
+        result.status = overall_status(result.tests, kata.required_tiers)
+        result.diagnostics.extend(_dedupe([failure_diagnostic(f, lines, lang) for f in collector.failures]))
+        if diagnose and not result.passed:
+            from attnkata.checker.diagnose import diagnose_result
+
+            result.diagnostics = diagnose_result(kata, path, source, result, candidate, lang) + result.diagnostics
+    result.timings = {
+        "load": round(t_load - t0, 3),
+        "tests": round(t_tests - t_load, 3),
+        "total": round(time.perf_counter() - t0, 3),
+    }
+    return result

@@ -1,0 +1,188 @@
+"""The practice history: SQLite in the user's data dir (KATA_HOME overrides).
+
+WAL mode, one transaction per write and a busy timeout: two `kata check` runs at once
+never fail on a locked database, and a process killed mid-write leaves it readable
+(SQLite rolls the unfinished transaction back on the next open).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = [
+    # version 1
+    """
+    CREATE TABLE attempts (
+        id INTEGER PRIMARY KEY,
+        ts REAL NOT NULL,
+        kata TEXT NOT NULL,
+        status TEXT NOT NULL,
+        passed INTEGER NOT NULL,
+        total INTEGER NOT NULL,
+        seconds REAL NOT NULL,
+        file TEXT NOT NULL,
+        mode TEXT NOT NULL DEFAULT 'practice',
+        session TEXT,
+        diagnoses TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE INDEX attempts_kata ON attempts(kata, ts);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        ts REAL NOT NULL,
+        kata TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX events_kata ON events(kata, kind, ts);
+    """,
+]
+
+
+def data_dir() -> Path:
+    home = os.environ.get("KATA_HOME")
+    if home:
+        return Path(home).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("attnkata", appauthor=False))
+
+
+def db_path() -> Path:
+    return data_dir() / "history.sqlite3"
+
+
+def connect(path: Path | None = None) -> sqlite3.Connection:
+    path = path or db_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    _migrate(conn)
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version >= len(SCHEMA):
+        return
+    conn.execute("BEGIN IMMEDIATE")  # one migrator at a time
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        for i in range(version, len(SCHEMA)):
+            for stmt in SCHEMA[i].split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {i + 1}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class History:
+    """All reads and writes of the practice history."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.conn = connect(path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writes ------------------------------------------------------------------
+    def record_attempt(self, kata: str, status: str, passed: int, total: int, seconds: float, file: str,
+                       diagnoses: list[str] | None = None, mode: str = "practice",
+                       session: str | None = None, ts: float | None = None) -> None:
+        with transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO attempts (ts, kata, status, passed, total, seconds, file, mode, session, diagnoses)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (ts or time.time(), kata, status, passed, total, seconds, file, mode, session,
+                 json.dumps(diagnoses or [])),
+            )
+
+    def record_event(self, kata: str, kind: str, detail: dict[str, Any] | None = None,
+                     ts: float | None = None) -> None:
+        with transaction(self.conn):
+            self.conn.execute("INSERT INTO events (ts, kata, kind, detail) VALUES (?, ?, ?, ?)",
+                              (ts or time.time(), kata, kind, json.dumps(detail or {})))
+
+    # -- reads -------------------------------------------------------------------
+    def attempts(self, kata: str | None = None, limit: int = 50) -> list[sqlite3.Row]:
+        q = "SELECT * FROM attempts" + (" WHERE kata = ?" if kata else "") + " ORDER BY ts DESC, id DESC LIMIT ?"
+        return self.conn.execute(q, ((kata,) if kata else ()) + (limit,)).fetchall()
+
+    def events(self, kata: str, kind: str) -> list[sqlite3.Row]:
+        return self.conn.execute("SELECT * FROM events WHERE kata = ? AND kind = ? ORDER BY ts, id",
+                                 (kata, kind)).fetchall()
+
+    def hints_used(self, kata: str) -> int:
+        return len(self.events(kata, "hint"))
+
+    def solution_viewed(self, kata: str) -> bool:
+        return bool(self.events(kata, "solution"))
+
+    def stats(self) -> dict[str, KataStats]:
+        out: dict[str, KataStats] = {}
+        rows = self.conn.execute(
+            "SELECT kata, COUNT(*) n, SUM(status = 'pass') passes, MIN(ts) first_ts,"
+            " MIN(CASE WHEN status = 'pass' THEN ts END) first_pass FROM attempts GROUP BY kata").fetchall()
+        starts = dict(self.conn.execute(
+            "SELECT kata, MIN(ts) FROM events WHERE kind = 'start' GROUP BY kata").fetchall())
+        hints = dict(self.conn.execute(
+            "SELECT kata, COUNT(*) FROM events WHERE kind = 'hint' GROUP BY kata").fetchall())
+        for r in rows:
+            began = min(x for x in (starts.get(r["kata"]), r["first_ts"]) if x is not None)
+            ttp = (r["first_pass"] - began) if r["first_pass"] is not None else None
+            out[r["kata"]] = KataStats(r["kata"], r["n"], r["passes"] or 0, ttp, hints.get(r["kata"], 0))
+        for kata, ts in starts.items():
+            out.setdefault(kata, KataStats(kata, 0, 0, None, hints.get(kata, 0)))
+        return out
+
+    def mistake_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for (raw,) in self.conn.execute("SELECT diagnoses FROM attempts"):
+            for mid in json.loads(raw):
+                counts[mid] = counts.get(mid, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+@dataclass(frozen=True)
+class KataStats:
+    kata: str
+    attempts: int
+    passes: int
+    time_to_first_pass: float | None
+    hints: int
+
+    @property
+    def status(self) -> str:
+        if self.passes:
+            return "passed"
+        return "attempted" if self.attempts else "started"

@@ -1,0 +1,94 @@
+"""`kata`: the root command. Maps the one domain exception to a message and an exit code, in
+one place; every command module below is a thin layer over `attnkata.checker`."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Annotated, Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from attnkata import __version__
+from attnkata.checker.errors import KataError
+from attnkata.cli.console import err
+
+EXIT_BROKEN = 3
+
+
+class KataGroup(TyperGroup):
+    """Turns KataError (and unexpected exceptions) into one stderr line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KataError as exc:
+            _report(ctx, exc.message, exc.hint, exc)
+            raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug in attnkata, not the user's fault
+            _report(ctx, f"internal error: {type(exc).__name__}: {exc}",
+                    "run again with --debug for the traceback, and please report it", exc)
+            raise typer.Exit(EXIT_BROKEN) from None
+
+
+def _report(ctx: click.Context, message: str, hint: str | None, exc: BaseException) -> None:
+    root = ctx.find_root()
+    if (root.obj or {}).get("debug"):
+        err.print("".join(traceback.format_exception(exc)), markup=False, highlight=False)
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    if hint:
+        err.print(f"  {hint}", highlight=False, markup=False)
+
+
+app = typer.Typer(
+    cls=KataGroup,
+    help="attnkata: practise hand-written attention; `kata check` names the mistake.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"attnkata {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    ctx.obj = {"debug": debug}
+
+
+def _register() -> None:
+    from attnkata.cli.commands import practice
+
+    practice.register(app)
+    for name in ("mistakes", "mock", "sets"):
+        try:
+            module = __import__(f"attnkata.cli.commands.{name}", fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != f"attnkata.cli.commands.{name}":
+                raise
+            continue
+        module.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,304 @@
+"""Practice commands: list, show, start, check, watch, hint, solution, history, stats, demo.
+
+Commands that do not grade never import torch (checker.runner is imported lazily)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markdown import Markdown
+from rich.syntax import Syntax
+from rich.table import Table
+
+from attnkata.checker import catalog, workspace
+from attnkata.checker.errors import UsageError
+from attnkata.checker.store import History
+from attnkata.cli.console import err, out, print_json
+from attnkata.cli.options import JsonOption, LangOption, resolve_lang
+
+KataArg = Annotated[str, typer.Argument(help="Kata id, e.g. sdpa (see `kata list`).", show_default=False)]
+
+
+def _fmt_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
+    """The katas with difficulty, minutes and your status."""
+    lang = resolve_lang(lang)
+    katas = catalog.all_katas()
+    with History() as h:
+        stats = h.stats()
+    rows = []
+    for k in katas.values():
+        s = stats.get(k.id)
+        rows.append({
+            "id": k.id, "title": k.title.get(lang), "difficulty": k.difficulty, "minutes": k.minutes,
+            "status": s.status if s else "not started",
+            "best_time": s.time_to_first_pass if s else None,
+        })
+    if json_out:
+        print_json(rows)
+        return
+    table = Table(title="attnkata")
+    for col in ("id", "title", "difficulty", "min", "status", "time to pass"):
+        table.add_column(col)
+    style = {"passed": "green", "attempted": "yellow", "started": "yellow"}
+    for r in rows:
+        table.add_row(r["id"], r["title"], r["difficulty"], str(r["minutes"]),
+                      f"[{style.get(r['status'], 'dim')}]{r['status']}[/]", _fmt_seconds(r["best_time"]))
+    out.print(table)
+
+
+def show(kata: KataArg, lang: LangOption = None) -> None:
+    """Print the statement of KATA."""
+    lang = resolve_lang(lang)
+    k = catalog.get_kata(kata)
+    out.print(Markdown(k.statement(lang)))
+
+
+def start(
+    kata: KataArg,
+    directory: Annotated[Path | None, typer.Option("--dir", help="Folder for the file (default: $KATA_WORKSPACE/<kata> or ~/attnkata/<kata>).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file (a timestamped backup is kept).")] = False,
+    lang: LangOption = None,
+) -> None:
+    """Copy the skeleton of KATA into your workspace and show the statement."""
+    lang = resolve_lang(lang)
+    k = catalog.get_kata(kata)
+    res = workspace.start(k, directory, force)
+    with History() as h:
+        h.record_event(k.id, "start", {"file": str(res.path)})
+    out.print(Markdown(k.statement(lang)))
+    if res.backup:
+        out.print(f"[yellow]Kept your previous file as {res.backup}[/]")
+    if res.created:
+        out.print(f"[green]Your file:[/] {res.path}")
+    else:
+        out.print(f"[yellow]{res.path} already exists; left it as it is[/] (use --force to start over; a backup is kept)")
+    out.print(f"Check it with: kata check {k.id}" + ("" if directory is None else f" {res.path}"))
+
+
+def _resolve_file(k: catalog.Kata, file: Path | None) -> Path:
+    return file if file is not None else workspace.solution_path(k)
+
+
+def _limits(timeout: float | None):  # noqa: ANN202 - Limits is imported lazily (torch)
+    from attnkata.checker.proxy import Limits
+
+    if timeout is None:
+        return Limits()
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    return Limits(call_timeout=timeout, total_timeout=max(timeout * 6, timeout))
+
+
+def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record: bool = True):  # noqa: ANN201
+    from attnkata.checker.runner import check as run_check
+
+    t0 = time.time()
+    result = run_check(k, path, limits=_limits(timeout), lang=lang)
+    if record:
+        counts = result.tier_counts()
+        with History() as h:
+            h.record_attempt(k.id, result.status, sum(p for p, _ in counts.values()),
+                             sum(t for _, t in counts.values()), time.time() - t0, str(path),
+                             [d.id for d in result.diagnostics if d.is_error])
+    return result
+
+
+def check(
+    kata: KataArg,
+    file: Annotated[Path | None, typer.Argument(help="Your solution (default: the workspace file).", show_default=False)] = None,
+    json_out: JsonOption = False,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code (total: 6x).")] = None,
+    lang: LangOption = None,
+) -> None:
+    """Grade FILE against KATA. Exit 0 when every required test passes, 1 otherwise."""
+    lang = resolve_lang(lang)
+    k = catalog.get_kata(kata)
+    path = _resolve_file(k, file)
+    result = grade(k, path, timeout, lang)
+    if json_out:
+        print_json(result.to_dict())
+    else:
+        from attnkata.cli.render import render_result
+
+        render_result(out, result, path.read_text(encoding="utf-8", errors="replace"))
+    raise typer.Exit(0 if result.passed else 1)
+
+
+def watch(
+    kata: KataArg,
+    file: Annotated[Path | None, typer.Argument(help="Your solution (default: the workspace file).", show_default=False)] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code.")] = None,
+    lang: LangOption = None,
+) -> None:
+    """Re-check FILE every time it is saved (Ctrl-C to stop)."""
+    from watchfiles import watch as watch_files
+
+    from attnkata.cli.render import render_result
+
+    lang = resolve_lang(lang)
+    k = catalog.get_kata(kata)
+    path = _resolve_file(k, file).resolve()
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}", f"run `kata start {k.id}` first")
+
+    def once() -> None:
+        out.clear()
+        result = grade(k, path, timeout, lang)
+        render_result(out, result, path.read_text(encoding="utf-8", errors="replace"))
+        out.print(f"[dim]watching {path} — save to re-check, Ctrl-C to stop[/]")
+
+    once()
+    try:
+        for changes in watch_files(path.parent, debounce=300, raise_interrupt=False):
+            if any(Path(p).resolve() == path for _, p in changes) and path.is_file():
+                once()
+    except KeyboardInterrupt:
+        pass
+
+
+def _last_diagnoses(h: History, kata: str) -> list[str]:
+    rows = h.attempts(kata, limit=1)
+    return json.loads(rows[0]["diagnoses"]) if rows else []
+
+
+def hint(
+    kata: KataArg,
+    level: Annotated[int | None, typer.Option("--level", help="Show hint number N (1 = gentlest).")] = None,
+    lang: LangOption = None,
+) -> None:
+    """Show the next hint for KATA (a hint for your last diagnosed mistake comes first)."""
+    lang = resolve_lang(lang)
+    k = catalog.get_kata(kata)
+    hints = k.progressive_hints
+    with History() as h:
+        shown = {json.loads(e["detail"]).get("id") for e in h.events(k.id, "hint")}
+        chosen = None
+        if level is None:
+            for mid in _last_diagnoses(h, k.id):
+                targeted = k.hint_for(mid)
+                if targeted and f"mistake:{mid}" not in shown:
+                    chosen, label = targeted, f"for the mistake {mid}" if lang == "en" else f"针对错误 {mid}"
+                    hid = f"mistake:{mid}"
+                    break
+        if chosen is None:
+            if level is not None and not 1 <= level <= len(hints):
+                raise UsageError(f"--level must be between 1 and {len(hints)}")
+            n = level or min(len([s for s in shown if str(s).startswith("level:")]) + 1, len(hints))
+            chosen, hid = hints[n - 1], f"level:{n}"
+            label = f"{n}/{len(hints)}"
+        h.record_event(k.id, "hint", {"id": hid})
+    title = "Hint" if lang == "en" else "提示"
+    out.print(f"[bold]{title} {label}[/] ({k.id})")
+    out.print(chosen.text.get(lang))
+
+
+def solution(
+    kata: KataArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Show it without asking.")] = False,
+) -> None:
+    """Show the reference solution of KATA (asks first unless you already passed it)."""
+    from attnkata.checker.skeleton import reference_path, strip_markers
+
+    k = catalog.get_kata(kata)
+    with History() as h:
+        passed = any(r["status"] == "pass" for r in h.attempts(k.id, limit=1000))
+        if not (passed or yes):
+            if not sys.stdin.isatty():
+                raise UsageError("you have not passed this kata yet", "pass --yes to see the solution anyway")
+            if not typer.confirm("You have not passed this kata yet. Show the reference solution?", default=False):
+                raise typer.Exit(1)
+        h.record_event(k.id, "solution", {"after_pass": passed})
+    code = strip_markers(reference_path(k.id).read_text(encoding="utf-8"))
+    out.print(Syntax(code, "python", line_numbers=True, theme="ansi_dark"))
+
+
+def history(
+    kata: Annotated[str | None, typer.Argument(help="Only this kata.", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", help="How many attempts.")] = 20,
+    json_out: JsonOption = False,
+) -> None:
+    """Your recent attempts."""
+    if kata is not None:
+        kata = catalog.get_kata(kata).id
+    with History() as h:
+        rows = [dict(r) for r in h.attempts(kata, limit)]
+    for r in rows:
+        r["diagnoses"] = json.loads(r["diagnoses"])
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        out.print("No attempts yet. Start with `kata start sdpa`.")
+        return
+    table = Table(title="history")
+    for col in ("when", "kata", "status", "tests", "mode", "mistakes"):
+        table.add_column(col)
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["ts"]))
+        color = "green" if r["status"] == "pass" else "red"
+        table.add_row(when, r["kata"], f"[{color}]{r['status']}[/]", f"{r['passed']}/{r['total']}",
+                      r["mode"], ", ".join(r["diagnoses"]))
+    out.print(table)
+
+
+def stats(json_out: JsonOption = False) -> None:
+    """Attempts, passes, time to first pass and hints per kata; your most common mistakes."""
+    with History() as h:
+        per_kata = h.stats()
+        mistakes = h.mistake_counts()
+    if json_out:
+        print_json({"katas": {k: s.__dict__ | {"status": s.status} for k, s in per_kata.items()},
+                    "mistakes": mistakes})
+        return
+    if not per_kata:
+        out.print("No practice recorded yet. Start with `kata start sdpa`.")
+        return
+    table = Table(title="stats")
+    for col in ("kata", "status", "attempts", "passes", "time to first pass", "hints"):
+        table.add_column(col)
+    for s in per_kata.values():
+        table.add_row(s.kata, s.status, str(s.attempts), str(s.passes), _fmt_seconds(s.time_to_first_pass), str(s.hints))
+    out.print(table)
+    if mistakes:
+        mt = Table(title="your most common mistakes")
+        mt.add_column("mistake")
+        mt.add_column("times", justify="right")
+        for mid, n in list(mistakes.items())[:10]:
+            mt.add_row(mid, str(n))
+        out.print(mt)
+
+
+def demo(lang: LangOption = None, json_out: JsonOption = False) -> None:
+    """Grade a bundled wrong solution of `sdpa` to show what `kata check` reports."""
+    lang = resolve_lang(lang)
+    k = catalog.get_kata("sdpa")
+    path = k.folder / "examples" / "wrong.py"
+    result = grade(k, path, None, lang, record=False)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    from attnkata.cli.render import render_result
+
+    err.print(f"[dim]Grading the bundled example {path}[/]")
+    render_result(out, result, path.read_text(encoding="utf-8"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("list")(list_katas)
+    for fn in (show, start, check, watch, hint, solution, history, stats, demo):
+        app.command()(fn)

@@ -1,0 +1,25 @@
+"""Options shared by several commands."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from attnkata.checker.errors import UsageError
+from attnkata.cli.console import default_lang
+
+LangOption = Annotated[
+    str | None,
+    typer.Option("--lang", help="Language of statements, hints and messages: en or zh (env KATA_LANG).",
+                 show_default=False),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print only a JSON document on stdout.")]
+
+
+def resolve_lang(lang: str | None) -> str:
+    if lang is None:
+        return default_lang()
+    if lang not in ("en", "zh"):
+        raise UsageError(f"unknown language {lang!r}", "use --lang en or --lang zh")
+    return lang

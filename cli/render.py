@@ -1,0 +1,104 @@
+"""Terminal rendering of the result model (the only thing it reads)."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from attnkata.checker.models import SEVERITIES, Diagnostic, Result
+
+STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "skip": "dim"}
+STATUS_MARK = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
+LABELS = {
+    "en": {"passed": "passed", "diagnosis": "What went wrong", "fix": "Fix", "evidence": "Evidence",
+           "all_pass": "All required tests pass.", "line": "line"},
+    "zh": {"passed": "通过", "diagnosis": "问题诊断", "fix": "修改建议", "evidence": "依据",
+           "all_pass": "所有必需测试均已通过。", "line": "行"},
+}
+MAX_DIAGNOSTICS = 3
+
+
+def summary_line(result: Result) -> Text:
+    lang = LABELS.get(result.lang, LABELS["en"])
+    counts = result.tier_counts()
+    passed = sum(p for p, _ in counts.values())
+    total = sum(t for _, t in counts.values())
+    tiers = ", ".join(f"{tier} {p}/{t}" for tier, (p, t) in counts.items())
+    text = Text()
+    text.append(f" {result.status.upper()} ", style=f"bold reverse {STATUS_STYLE.get(result.status, 'red')}")
+    text.append(f"  {result.kata}  ")
+    if total:
+        text.append(f"{passed}/{total} {lang['passed']} ({tiers})")
+    text.append(f"  {result.timings.get('total', 0):.1f}s", style="dim")
+    return text
+
+
+def test_table(result: Result) -> Table:
+    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 1))
+    table.add_column(width=1)
+    table.add_column(style="dim")
+    table.add_column()
+    for t in result.tests:
+        style = STATUS_STYLE.get(t.status, "red")
+        line = Text(t.id, style=style if t.status != "pass" else "")
+        if t.message and t.status != "pass":
+            line.append("\n" + t.message, style="default")
+        table.add_row(Text(STATUS_MARK.get(t.status, "?"), style=style), t.tier, line)
+    return table
+
+
+def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(diags, key=lambda d: rank.get(d.severity, 9))
+
+
+def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel:
+    labels = LABELS.get(lang, LABELS["en"])
+    parts: list = []
+    if d.explanation:
+        parts.append(Text(d.explanation))
+    if d.fix:
+        parts.append(Text.assemble((f"{labels['fix']}: ", "bold"), d.fix))
+    for ref in d.source[:3]:
+        end = ref.end_line or ref.line
+        if source_lines and 0 < ref.line <= len(source_lines):
+            lo = max(1, ref.line - 1)
+            hi = min(len(source_lines), end + 1)
+            parts.append(Syntax("\n".join(source_lines[lo - 1:hi]), "python", line_numbers=True,
+                                start_line=lo, highlight_lines=set(range(ref.line, end + 1)),
+                                theme="ansi_dark", word_wrap=True))
+        elif ref.text:
+            parts.append(Text(f"{labels['line']} {ref.line}: {ref.text}", style="cyan"))
+    for extra in d.data.get("renderables", []):
+        parts.append(extra)
+    if d.evidence:
+        parts.append(Text(f"{labels['evidence']}: " + "; ".join(d.evidence), style="dim"))
+    color = {"essential": "red", "actionable": "yellow", "informative": "blue", "celebratory": "green"}
+    title = Text.assemble((f"[{d.severity}] ", color.get(d.severity, "red")), (d.title, "bold"),
+                          (f"  {d.id}", "dim"))
+    return Panel(Group(*parts) if parts else Text(""), title=title, title_align="left",
+                 border_style=color.get(d.severity, "red"))
+
+
+def render_result(console: Console, result: Result, source: str | None = None,
+                  extra_panels: dict[str, list] | None = None) -> None:
+    """Summary, per-test lines, then at most three diagnostics, most severe first."""
+    lines = source.splitlines() if source else []
+    labels = LABELS.get(result.lang, LABELS["en"])
+    console.print(summary_line(result))
+    console.print(Text(result.solution, style="dim"))
+    if result.tests:
+        console.print(test_table(result))
+    diags = ordered(result.diagnostics)[:MAX_DIAGNOSTICS]
+    if diags:
+        console.print(Text(labels["diagnosis"], style="bold"))
+        for d in diags:
+            panel = diagnostic_panel(d, lines, result.lang)
+            console.print(panel)
+            for extra in (extra_panels or {}).get(d.id, []):
+                console.print(extra)
+    elif result.passed:
+        console.print(Text(labels["all_pass"], style="green"))
