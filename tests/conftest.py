@@ -1,0 +1,20 @@
+"""Shared test fixtures. Every test runs with its own history database and workspace, so
+nothing a test does touches the developer's real ~/attnkata or data dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "kata-home"
+    monkeypatch.setenv("KATA_HOME", str(home))
+    monkeypatch.setenv("KATA_WORKSPACE", str(tmp_path / "workspace"))
+    monkeypatch.setenv("KATA_LANG", "en")
+    return home
