@@ -161,7 +161,7 @@ class History:
             began = min(x for x in (starts.get(r["kata"]), r["first_ts"]) if x is not None)
             ttp = (r["first_pass"] - began) if r["first_pass"] is not None else None
             out[r["kata"]] = KataStats(r["kata"], r["n"], r["passes"] or 0, ttp, hints.get(r["kata"], 0))
-        for kata, ts in starts.items():
+        for kata in starts:
             out.setdefault(kata, KataStats(kata, 0, 0, None, hints.get(kata, 0)))
         return out
 
