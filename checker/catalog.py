@@ -261,21 +261,26 @@ def load_kata(folder: Path) -> Kata:
 @cache
 def all_katas() -> dict[str, Kata]:
     """Every bundled kata, keyed by id, in a stable teaching order (difficulty, then id)."""
-    root = katas_root()
-    found = [load_kata(p) for p in sorted(root.iterdir()) if (p / "kata.toml").is_file()]
+    found = [get_kata(kata_id) for kata_id in kata_ids()]
     order = {d: i for i, d in enumerate(DIFFICULTIES)}
     found.sort(key=lambda k: (order[k.difficulty], k.minutes, k.id))
     return {k.id: k for k in found}
 
 
+def kata_ids() -> list[str]:
+    """Ids of the bundled katas, without loading (or validating) them."""
+    return sorted(p.name for p in katas_root().iterdir() if (p / "kata.toml").is_file())
+
+
+@cache
 def get_kata(name: str) -> Kata:
-    katas = all_katas()
-    if name in katas:
-        return katas[name]
+    """Load one kata by id; only that kata's files are read and validated."""
+    ids = kata_ids()
     normalised = name.strip().lower().replace("_", "-")
-    if normalised in katas:
-        return katas[normalised]
-    raise UnknownKataError(name, suggest(name, list(katas)))
+    for candidate in (name, normalised):
+        if candidate in ids:
+            return load_kata(katas_root() / candidate)
+    raise UnknownKataError(name, suggest(name, ids))
 
 
 def suggest(name: str, choices: list[str]) -> list[str]:

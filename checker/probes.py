@@ -93,7 +93,7 @@ def check_grads(
     outcome = solution.call(name, args, kwargs, grad_wrt=wrt, grad_output=grad_output)
     leaves = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
               for i, a in enumerate(args)]
-    reference(*leaves, **kwargs).backward(grad_output)
+    (reference(*leaves, **kwargs) * grad_output).sum().backward()  # = .backward(grad_output)
     for pos, got in zip(wrt, outcome.grads, strict=True):
         label = names[pos] if pos < len(names) else f"argument {pos}"
         if got is None:

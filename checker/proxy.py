@@ -98,6 +98,12 @@ class RemoteModule:
     def modules(self) -> list[dict[str, Any]]:
         return self.structure["modules"]
 
+    def to(self, dtype: Any) -> RemoteModule:
+        """Cast the module's floating-point parameters and buffers (e.g. to torch.float64)."""
+        reply = self.candidate._module_request(self, {"op": "to", "dtype": dtype})
+        self.structure = reply["structure"]
+        return self
+
     def load_state(self, state: dict[str, Any]) -> None:
         self.candidate._module_request(self, {"op": "load_state", "state": state})
 

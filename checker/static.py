@@ -24,7 +24,9 @@ class Signature:
 
 def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, drop_self: bool) -> tuple[str, ...]:
     a = fn.args
-    names = [p.arg for p in a.posonlyargs + a.args]
+    positional = a.posonlyargs + a.args
+    first_default = len(positional) - len(a.defaults)
+    names = [p.arg + ("=..." if i >= first_default else "") for i, p in enumerate(positional)]
     if drop_self and names:
         names = names[1:]
     if a.vararg:
@@ -84,7 +86,7 @@ def check_source(kata: Kata, source: str, lang: str) -> list[Diagnostic]:
             ))
             continue
         if want and have.kind in ("function", "class") and want.params != have.params:
-            missing = [p for p in want.params if p not in have.params]
+            missing = [p for p in want.params if p.split("=")[0] not in {h.split("=")[0] for h in have.params}]
             out.append(Diagnostic(
                 id="signature-mismatch", severity="actionable" if missing else "informative",
                 title=msg("signature_title", lang, name=name),

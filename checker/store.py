@@ -43,6 +43,27 @@ SCHEMA = [
     );
     CREATE INDEX events_kata ON events(kata, kind, ts);
     """,
+    # version 2: timed mock interviews (checker/mock). The session folder holds the full state
+    # (session.json); this row lets `kata mock status/resume/history` find it from anywhere.
+    """
+    CREATE TABLE mock_sessions (
+        id TEXT PRIMARY KEY,
+        started REAL NOT NULL,
+        deadline REAL NOT NULL,
+        minutes INTEGER NOT NULL,
+        seed INTEGER NOT NULL,
+        lang TEXT NOT NULL,
+        folder TEXT NOT NULL,
+        katas TEXT NOT NULL,
+        state TEXT NOT NULL,
+        ended REAL,
+        score REAL,
+        followup_score REAL,
+        verdict TEXT,
+        card TEXT
+    );
+    CREATE INDEX mock_sessions_started ON mock_sessions(started);
+    """,
 ]
 
 
@@ -161,7 +182,7 @@ class History:
             began = min(x for x in (starts.get(r["kata"]), r["first_ts"]) if x is not None)
             ttp = (r["first_pass"] - began) if r["first_pass"] is not None else None
             out[r["kata"]] = KataStats(r["kata"], r["n"], r["passes"] or 0, ttp, hints.get(r["kata"], 0))
-        for kata in starts:
+        for kata in starts.keys() | hints.keys():
             out.setdefault(kata, KataStats(kata, 0, 0, None, hints.get(kata, 0)))
         return out
 

@@ -7,8 +7,8 @@ import sys
 import traceback
 from typing import Annotated, Any
 
-import click
 import typer
+import typer.core
 from typer.core import TyperGroup
 
 from attnkata import __version__
@@ -17,17 +17,27 @@ from attnkata.cli.console import err
 
 EXIT_BROKEN = 3
 
+# Recent typer vendors its own click (typer._click); older typer uses click itself.
+_click = getattr(typer.core, "_click", None) or typer.core.click
+_PASS_THROUGH = tuple(
+    cls for cls in (typer.Exit, typer.Abort, KeyboardInterrupt,
+                    getattr(_click.exceptions, "ClickException", None),
+                    getattr(_click.exceptions, "Exit", None),
+                    getattr(_click.exceptions, "Abort", None))
+    if cls is not None
+)
+
 
 class KataGroup(TyperGroup):
     """Turns KataError (and unexpected exceptions) into one stderr line and an exit code."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except KataError as exc:
             _report(ctx, exc.message, exc.hint, exc)
             raise typer.Exit(exc.exit_code) from None
-        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+        except _PASS_THROUGH:
             raise
         except Exception as exc:  # noqa: BLE001 - a bug in attnkata, not the user's fault
             _report(ctx, f"internal error: {type(exc).__name__}: {exc}",
@@ -35,7 +45,7 @@ class KataGroup(TyperGroup):
             raise typer.Exit(EXIT_BROKEN) from None
 
 
-def _report(ctx: click.Context, message: str, hint: str | None, exc: BaseException) -> None:
+def _report(ctx: Any, message: str, hint: str | None, exc: BaseException) -> None:
     root = ctx.find_root()
     if (root.obj or {}).get("debug"):
         err.print("".join(traceback.format_exception(exc)), markup=False, highlight=False)

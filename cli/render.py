@@ -41,11 +41,15 @@ def test_table(result: Result) -> Table:
     table.add_column(width=1)
     table.add_column(style="dim")
     table.add_column()
+    previous = ""
     for t in result.tests:
         style = STATUS_STYLE.get(t.status, "red")
         line = Text(t.id, style=style if t.status != "pass" else "")
         if t.message and t.status != "pass":
-            line.append("\n" + t.message, style="default")
+            # The same failure in many tests (e.g. a TypeError on every call) is shown once.
+            same = t.message == previous and t.status != "skip"
+            line.append("\n" + ("(same as above)" if same else t.message), style="dim" if same else "default")
+            previous = t.message
         table.add_row(Text(STATUS_MARK.get(t.status, "?"), style=style), t.tier, line)
     return table
 

@@ -21,7 +21,7 @@ from attnkata.checker.store import History
 from attnkata.cli.console import err, out, print_json
 from attnkata.cli.options import JsonOption, LangOption, resolve_lang
 
-KataArg = Annotated[str, typer.Argument(help="Kata id, e.g. sdpa (see `kata list`).", show_default=False)]
+KataArg = Annotated[str, typer.Argument(metavar="KATA", help="Kata id, e.g. sdpa (see `kata list`).", show_default=False)]
 
 
 def _fmt_seconds(seconds: float | None) -> str:
@@ -120,7 +120,7 @@ def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record:
 
 def check(
     kata: KataArg,
-    file: Annotated[Path | None, typer.Argument(help="Your solution (default: the workspace file).", show_default=False)] = None,
+    file: Annotated[Path | None, typer.Argument(metavar="[FILE]", help="Your solution (default: the workspace file).", show_default=False)] = None,
     json_out: JsonOption = False,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code (total: 6x).")] = None,
     lang: LangOption = None,
@@ -141,7 +141,7 @@ def check(
 
 def watch(
     kata: KataArg,
-    file: Annotated[Path | None, typer.Argument(help="Your solution (default: the workspace file).", show_default=False)] = None,
+    file: Annotated[Path | None, typer.Argument(metavar="[FILE]", help="Your solution (default: the workspace file).", show_default=False)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code.")] = None,
     lang: LangOption = None,
 ) -> None:

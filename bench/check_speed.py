@@ -1,0 +1,60 @@
+"""Wall time of `kata check sdpa FILE` against `python -c "import torch, pytest"`.
+
+The baseline is the floor any torch-based grader pays (importing torch and pytest); the
+ratio says how much attnkata's grading adds on top. Both are measured in this run,
+interleaved, and the medians are compared. Target: ratio <= 1.3.
+
+    python bench/check_speed.py [--runs 7] [--file reference/sdpa.py]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def timed(cmd: list[str], env: dict[str, str], expect: int) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != expect:
+        sys.exit(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--file", default=str(REPO / "reference" / "sdpa.py"),
+                        help="solution to grade (default: the reference, which passes)")
+    args = parser.parse_args()
+    kata = shutil.which("kata") or sys.exit("`kata` is not on PATH: install attnkata first")
+    home = tempfile.mkdtemp(prefix="attnkata-bench-")
+    env = {**os.environ, "KATA_HOME": home}
+    baseline_cmd = [sys.executable, "-c", "import torch, pytest"]
+    check_cmd = [kata, "check", "sdpa", args.file]
+    timed(baseline_cmd, env, 0)  # warm the page cache for both
+    timed(check_cmd, env, 0)
+    base, check = [], []
+    for _ in range(args.runs):
+        base.append(timed(baseline_cmd, env, 0))
+        check.append(timed(check_cmd, env, 0))
+    b, c = statistics.median(base), statistics.median(check)
+    print(f"runs: {args.runs} each, interleaved, on {os.cpu_count()} cores")
+    print(f"baseline  python -c 'import torch, pytest'   median {b:.3f} s  (min {min(base):.3f})")
+    print(f"attnkata  kata check sdpa {Path(args.file).name:<18} median {c:.3f} s  (min {min(check):.3f})")
+    print(f"ratio     {c / b:.2f}  (target <= 1.30)")
+    shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

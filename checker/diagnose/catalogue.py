@@ -1,0 +1,166 @@
+"""The mistake catalogue: ids, severities and bilingual texts of every mistake `kata check`
+can name. The data lives in `catalogue.toml` next to this file (package data).
+
+Only stdlib here: `kata mistakes` and `kata explain` list the catalogue without importing
+torch.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from attnkata.checker.catalog import LANGS, Text
+from attnkata.checker.models import SEVERITIES
+
+CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
+EVERY_KATA = "*"
+NO_MATCH = "no-known-mistake"
+
+# How each parameter reads when no candidate numbers are at hand (`kata explain`, `kata mistakes`).
+SYMBOLS: dict[str, str] = {
+    "d": "d", "D": "D", "H": "H", "Hkv": "Hkv", "g": "g", "L": "L", "S": "S", "W": "W", "B": "B",
+    "sqrt_d": "sqrt(d)", "inv_sqrt_d": "1/sqrt(d)", "inv_d": "1/d", "sqrt_D": "sqrt(D)",
+    "sqrt_H": "sqrt(H)", "offset": "S - L", "kv_width": "Hkv * d", "nope": "nope", "rope": "rope",
+    "qk": "nope + rope", "got_keys": "W + 1 (or W - 1)", "elements": "L * S", "shape": "(..., L, S)",
+    "op": "an op", "api": "a banned API", "in_dtype": "float32", "out_dtype": "float64",
+    "which": "an input", "op_note": "", "scale": "s", "closest": "",
+}
+
+
+@dataclass(frozen=True)
+class Mistake:
+    id: str
+    katas: tuple[str, ...]
+    severity: str
+    title: Text
+    explanation: Text
+    fix: Text
+    hides: Text
+    section: Text
+    grid: bool = False
+    params: tuple[str, ...] = field(default=())  # the {names} its texts use
+
+    def applies_to(self, kata: str) -> bool:
+        return EVERY_KATA in self.katas or kata in self.katas
+
+    def link(self, kata: str | None, lang: str) -> str:
+        """Where the statement covers it: `kata show <kata>` plus the section name."""
+        target = kata or (self.katas[0] if self.katas and self.katas[0] != EVERY_KATA else "sdpa")
+        sep = "：" if lang == "zh" else ": "
+        return f"kata show {target}{sep}{self.section.get(lang)} · kata explain {self.id}"
+
+    def render(self, what: str, lang: str, params: dict[str, Any] | None = None) -> str:
+        """`title`/`explanation`/`fix`/`hides` in `lang`, with the candidate's numbers filled in
+        (symbols where a number is unknown)."""
+        text: Text = getattr(self, what)
+        return text.get(lang).format_map(_Params(params or {}))
+
+
+class _Params(dict):
+    """format_map source: given values (numbers shown compactly), else the symbol."""
+
+    def __init__(self, given: dict[str, Any]) -> None:
+        super().__init__({k: _fmt(v) for k, v in given.items()})
+
+    def __missing__(self, key: str) -> str:
+        return SYMBOLS.get(key, key)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.3g}" if abs(value) < 1e4 else f"{value:.3e}"
+    return str(value)
+
+
+def derived_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Numbers the texts quote, computed from the probe's sizes (d, D, H, Hkv, L, S, ...)."""
+    out = dict(params)
+    d, D, H, Hkv = params.get("d"), params.get("D"), params.get("H"), params.get("Hkv")
+    if isinstance(d, int | float) and d > 0:
+        out.setdefault("sqrt_d", math.sqrt(d))
+        out.setdefault("inv_sqrt_d", 1 / math.sqrt(d))
+        out.setdefault("inv_d", 1 / d)
+    if isinstance(D, int | float) and D > 0:
+        out.setdefault("sqrt_D", math.sqrt(D))
+    if isinstance(H, int | float) and H > 0:
+        out.setdefault("sqrt_H", math.sqrt(H))
+    if isinstance(H, int) and isinstance(Hkv, int) and Hkv > 0:
+        out.setdefault("g", H // Hkv)
+        if isinstance(d, int):
+            out.setdefault("kv_width", Hkv * d)
+    if isinstance(params.get("L"), int) and isinstance(params.get("S"), int):
+        out.setdefault("offset", params["S"] - params["L"])
+    if isinstance(params.get("nope"), int) and isinstance(params.get("rope"), int):
+        out.setdefault("qk", params["nope"] + params["rope"])
+    return out
+
+
+def _text(entry: dict[str, Any], name: str, where: str) -> Text:
+    value = entry.get(name)
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: `{name}` must be a table with en and zh")
+    for lang in LANGS:
+        if not isinstance(value.get(lang), str) or not value[lang].strip():
+            raise ValueError(f"{where}: `{name}.{lang}` missing or empty")
+    return Text(en=value["en"], zh=value["zh"])
+
+
+def _fields(text: Text) -> set[str]:
+    names: set[str] = set()
+    for s in (text.en, text.zh):
+        names |= {f for _, f, _, _ in string.Formatter().parse(s) if f}
+    return names
+
+
+def parse(data: dict[str, Any], origin: str = "catalogue") -> dict[str, Mistake]:
+    """Validate the catalogue's TOML data; raises ValueError naming the entry on any problem."""
+    out: dict[str, Mistake] = {}
+    for i, entry in enumerate(data.get("mistake", [])):
+        mid = entry.get("id")
+        where = f"{origin}: mistake[{i}] ({mid})"
+        if not isinstance(mid, str) or not mid or mid != mid.lower() or " " in mid or "_" in mid:
+            raise ValueError(f"{where}: `id` must be kebab-case")
+        if mid in out:
+            raise ValueError(f"{where}: duplicate id")
+        severity = entry.get("severity")
+        if severity not in SEVERITIES:
+            raise ValueError(f"{where}: severity must be one of {SEVERITIES}")
+        katas = entry.get("katas")
+        if not isinstance(katas, list) or not katas or not all(isinstance(k, str) for k in katas):
+            raise ValueError(f"{where}: `katas` must be a non-empty list of kata ids (or ['*'])")
+        texts = {n: _text(entry, n, where) for n in ("title", "explanation", "fix", "hides", "section")}
+        params: set[str] = set()
+        for t in texts.values():
+            try:
+                params |= _fields(t)
+            except ValueError as exc:
+                raise ValueError(f"{where}: bad braces ({exc}); literal braces must be doubled") from None
+        if unknown := sorted(p for p in params if p not in SYMBOLS):
+            raise ValueError(f"{where}: parameters without a symbol in SYMBOLS: {unknown}")
+        out[mid] = Mistake(id=mid, katas=tuple(katas), severity=severity, grid=bool(entry.get("grid", False)),
+                           params=tuple(sorted(params)), **texts)
+    return out
+
+
+@cache
+def catalogue() -> dict[str, Mistake]:
+    """Every catalogued mistake by id, in file order."""
+    return parse(tomllib.loads(CATALOGUE_PATH.read_text(encoding="utf-8")), str(CATALOGUE_PATH))
+
+
+def get(mistake_id: str) -> Mistake:
+    return catalogue()[mistake_id]
+
+
+def for_kata(kata: str) -> list[Mistake]:
+    """The mistakes that apply to `kata` (kata-specific first, then those of every kata)."""
+    items = [m for m in catalogue().values() if m.applies_to(kata) and m.id != NO_MATCH]
+    return sorted(items, key=lambda m: EVERY_KATA in m.katas)

@@ -1,0 +1,91 @@
+"""Choose a mock interview's problems: random, reproducible with a seed, and weighted towards
+what the history says this candidate has not done, has not passed, or keeps getting wrong."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from attnkata.checker import catalog
+from attnkata.checker.catalog import Kata
+from attnkata.checker.errors import UsageError
+from attnkata.checker.store import KataStats
+
+MAX_PROBLEMS = 3
+# Base weights: a kata never passed is four times as likely as one passed before.
+W_NEW, W_FAILING, W_PASSED = 3.0, 4.0, 1.0
+
+
+@dataclass(frozen=True)
+class Pick:
+    kata: Kata
+    weight: float
+    reason: dict[str, str]
+
+
+def weigh(k: Kata, stats: KataStats | None, mistakes: dict[str, int]) -> tuple[float, dict[str, str]]:
+    """The kata's weight and the reason, in both languages."""
+    if stats is None or stats.attempts == 0:
+        weight, en, zh = W_NEW, "not done yet", "还没做过"
+    elif stats.passes == 0:
+        weight, en, zh = W_FAILING, f"attempted {stats.attempts}x, not passed yet", f"尝试过 {stats.attempts} 次，尚未通过"
+    else:
+        weight, en, zh = W_PASSED, "passed before", "以前通过过"
+    # Mistakes this kata tests that the candidate made anywhere: practising them again is the point.
+    seen = sorted((m for m in k.mistakes if mistakes.get(m)), key=lambda m: -mistakes[m])
+    if seen:
+        weight += min(3.0, sum(mistakes[m] for m in seen) / 3)
+        en += "; tests mistakes you have made: " + ", ".join(seen[:3])
+        zh += "；考察你犯过的错误：" + "、".join(seen[:3])
+    if stats is not None and stats.hints >= 2:
+        weight += 0.5
+        en += f"; you needed {stats.hints} hints"
+        zh += f"；你用过 {stats.hints} 次提示"
+    return weight, {"en": en, "zh": zh}
+
+
+def candidates(difficulty: str | None = None) -> list[Kata]:
+    katas = list(catalog.all_katas().values())
+    if difficulty is None:
+        return katas
+    if difficulty not in catalog.DIFFICULTIES:
+        raise UsageError(f"unknown difficulty {difficulty!r}", f"use one of {', '.join(catalog.DIFFICULTIES)}")
+    return [k for k in katas if k.difficulty == difficulty]
+
+
+def pick(katas: list[Kata], stats: dict[str, KataStats], mistakes: dict[str, int], *, seed: int,
+         count: int | None = None, minutes: int = 45) -> list[Pick]:
+    """`count` problems, or (without a count) as many as fit in `minutes` by the katas' own
+    estimates, at least one and at most three. The same seed and history give the same picks."""
+    if not katas:
+        raise UsageError("no kata matches", "drop --difficulty, or see `kata list`")
+    if count is not None:
+        if not 1 <= count <= MAX_PROBLEMS:
+            raise UsageError(f"--count must be between 1 and {MAX_PROBLEMS}")
+        if count > len(katas):
+            raise UsageError(f"only {len(katas)} kata(s) match, cannot pick {count}",
+                             "lower --count or drop --difficulty")
+    rng = random.Random(seed)
+    weighted = [Pick(k, *weigh(k, stats.get(k.id), mistakes)) for k in katas]
+    # Weighted sampling without replacement (Efraimidis & Spirakis): sort by u ** (1 / w).
+    order = sorted(weighted, key=lambda p: (rng.random() ** (1.0 / p.weight), p.kata.id), reverse=True)
+    if count is not None:
+        return order[:count]
+    chosen: list[Pick] = []
+    used = 0
+    for p in order:
+        if len(chosen) < MAX_PROBLEMS and used + p.kata.minutes <= minutes:
+            chosen.append(p)
+            used += p.kata.minutes
+    if not chosen:  # nothing fits: the shortest one, so a short session still has a problem
+        chosen = [min(order, key=lambda p: (p.kata.minutes, -p.weight))]
+    return chosen
+
+
+def chosen_by_user(names: list[str]) -> list[Pick]:
+    if not 1 <= len(names) <= MAX_PROBLEMS:
+        raise UsageError(f"--katas takes 1 to {MAX_PROBLEMS} kata ids")
+    picks = [catalog.get_kata(n) for n in names]
+    if len({k.id for k in picks}) != len(picks):
+        raise UsageError("--katas lists a kata twice")
+    return [Pick(k, 1.0, {"en": "chosen by you", "zh": "你指定的题目"}) for k in picks]
