@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnkata.checker.catalog import kata_ids, get_kata
+from attnkata.checker.catalog import get_kata, kata_ids
 from attnkata.checker.proxy import Limits
 from attnkata.checker.runner import check
 from attnkata.checker.skeleton import reference_path, skeleton_for
