@@ -9,6 +9,7 @@ does the same with a plugin object).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,10 @@ from attnkata.checker.models import ERROR, FAIL, PASS, SKIP, TIMEOUT, TestResult
 from attnkata.checker.proxy import Candidate, CandidateFailure, Limits
 
 COLLECTOR_NAME = "attnkata-collector"
+
+# Graders ask torch.cuda.is_available() at collection time; through NVML that does not
+# initialise CUDA in this process, so a candidate child forked later can still use it.
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
