@@ -334,6 +334,8 @@ def _snapshot(value: Any) -> Any:
 
 
 def _same(before: Any, now: Any) -> bool:
+    if isinstance(before, torch.Tensor) and before.device.type == "meta":
+        return True  # no data to compare
     if isinstance(before, torch.Tensor):
         if not isinstance(now, torch.Tensor) or now.shape != before.shape:
             return False

@@ -55,14 +55,14 @@ def _aliases(letter: str, word: str) -> set[str]:
 
 
 ALIASES: dict[str, set[str]] = {
-    "q": _aliases("q", "query") | {"queries", "wqueries"},
+    "q": _aliases("q", "query") | {"queries"},
     "k": _aliases("k", "key"),
     "v": _aliases("v", "value"),
     "o": _aliases("o", "out") | _aliases("o", "output") | {
         "w0", "cproj", "dense", "proj", "projection", "attnout", "residproj",
     },
-    "qkv": _aliases("qkv", "qkv") | {"cattn", "inproj", "wpack", "qkvw", "attnqkv", "wqkv"},
-    "kv": _aliases("kv", "kv") | {"ckv", "wkv"},
+    "qkv": _aliases("qkv", "qkv") | {"cattn", "inproj", "wpack", "attnqkv"},
+    "kv": _aliases("kv", "kv"),
 }
 FUSED: dict[str, tuple[str, ...]] = {"qkv": ("q", "k", "v"), "kv": ("k", "v")}
 
@@ -299,6 +299,12 @@ def _undecided(case: str, ref_layers: list[Layer], layers: list[Layer], have: di
              if not any(n.startswith(layer.name + ".") for layer in layers)]
     recognised = "; recognised by name: " + ", ".join(
         f"{layer.name} as {ROLE_WORDS[r]}" for r, layer in claimed.items()) if claimed else ""
+    if claimed and all(layer in claimed.values() for layer in layers):
+        # Every layer was recognised and none is left for these roles: they were never built.
+        missing = [by_role[r] for r in open_roles]
+        return (f"{case}: your module has no layer for the {', '.join(ROLE_WORDS[r] for r in open_roles)} "
+                f"projection: expected {', '.join(r.render() for r in missing)}. Found: {', '.join(found)}"
+                + (f"; other parameters: {', '.join(loose)}" if loose else ""))
     return (
         f"{case}: cannot tell which of your layers hold the {', '.join(ROLE_WORDS[r] for r in open_roles)} "
         f"weights. Expected nn.Linear layers named as in the statement: {_expected(ref_layers)}"

@@ -59,6 +59,60 @@ def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
     return sorted(diags, key=lambda d: rank.get(d.severity, 9))
 
 
+GRID_LABELS = {
+    "en": {"caption": "which keys each query may attend (rows = queries, columns = keys; ■ attends, · not, ? NaN)",
+           "expected": "expected", "got": "yours", "heads": "KV head used by each query head",
+           "q": "query head", "not_run": "(your code did not return a mask here)"},
+    "zh": {"caption": "每个查询能关注哪些键（行 = 查询，列 = 键；■ 关注，· 不关注，? NaN）",
+           "expected": "应为", "got": "你的", "heads": "每个查询头使用的 KV 头",
+           "q": "查询头", "not_run": "（你的代码在这里没有返回可画的结果）"},
+}
+
+
+def _grid_text(grid: list[list[int | None]], other: list[list[int | None]] | None) -> Text:
+    text = Text()
+    for i, row in enumerate(grid):
+        for j, cell in enumerate(row):
+            differs = other is not None and i < len(other) and j < len(other[i]) and other[i][j] != cell
+            if cell is None:
+                text.append("? ", style="bold yellow")
+            elif cell:
+                text.append("■ ", style="bold red" if differs else "green")
+            else:
+                text.append("· ", style="bold red" if differs else "dim")
+        if i < len(grid) - 1:
+            text.append("\n")
+    return text
+
+
+def mask_grids(data: dict, lang: str) -> Group:
+    """The expected and the candidate's effective mask side by side; cells that differ in red."""
+    labels = GRID_LABELS.get(lang, GRID_LABELS["en"])
+    expected, got = data["mask_expected"], data.get("mask_got")
+    table = Table(box=None, show_edge=False, padding=(0, 3, 0, 0))
+    table.add_column(labels["expected"], no_wrap=True)
+    table.add_column(labels["got"], no_wrap=True)
+    right = _grid_text(got, expected) if got else Text(labels["not_run"], style="dim")
+    table.add_row(_grid_text(expected, None), right)
+    return Group(Text(labels["caption"], style="dim"), table)
+
+
+def head_maps(data: dict, lang: str) -> Table:
+    """Which KV head each query head read: expected row and the candidate's row."""
+    labels = GRID_LABELS.get(lang, GRID_LABELS["en"])
+    expected, got = data["head_map_expected"], data.get("head_map_got") or []
+    table = Table(box=None, show_edge=False, padding=(0, 1), title=labels["heads"], title_justify="left",
+                  title_style="dim")
+    table.add_column("", style="dim", no_wrap=True)
+    for h in range(len(expected)):
+        table.add_column(str(h), justify="right")
+    table.add_row(labels["expected"], *[str(x) for x in expected])
+    if got:
+        table.add_row(labels["got"], *[Text(str(x), style="bold red" if i < len(expected) and x != expected[i] else "")
+                                       for i, x in enumerate(got)])
+    return table
+
+
 def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel:
     labels = LABELS.get(lang, LABELS["en"])
     parts: list = []
@@ -78,8 +132,14 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
             parts.append(Text(f"{labels['line']} {ref.line}: {ref.text}", style="cyan"))
     for extra in d.data.get("renderables", []):
         parts.append(extra)
+    if d.data.get("mask_expected"):
+        parts.append(mask_grids(d.data, lang))
+    if d.data.get("head_map_expected"):
+        parts.append(head_maps(d.data, lang))
     if d.evidence:
         parts.append(Text(f"{labels['evidence']}: " + "; ".join(d.evidence), style="dim"))
+    if d.link:
+        parts.append(Text(f"→ {d.link}", style="dim"))
     color = {"essential": "red", "actionable": "yellow", "informative": "blue", "celebratory": "green"}
     title = Text.assemble((f"[{d.severity}] ", color.get(d.severity, "red")), (d.title, "bold"),
                           (f"  {d.id}", "dim"))

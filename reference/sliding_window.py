@@ -50,8 +50,7 @@ def sliding_window_attention(
     if W >= S:
         # The band is as wide as the key axis: plain (L, S) scores cost no more.
         key_pos = torch.arange(S, device=q.device).expand(L, S)  # (L, S)
-        k_win = k.transpose(-2, -1).unsqueeze(2)  # (B, H, 1, d, S), broadcasts over L
-        v_win = v.transpose(-2, -1).unsqueeze(2)  # (B, H, 1, dv, S)
+        scores = q @ k.transpose(-2, -1)  # (B, H, L, S)
     else:
         # Pad the key axis so every window [p - left, p + right] is a full slice of W
         # rows; positions start at S - L, which is negative when L > S.
@@ -64,12 +63,12 @@ def sliding_window_attention(
         k_win = k_pad.unfold(2, W, 1)[:, :, first:first + L]  # (B, H, L, d, W)
         v_win = v_pad.unfold(2, W, 1)[:, :, first:first + L]  # (B, H, L, dv, W)
         key_pos = (query_pos - left).unsqueeze(1) + torch.arange(W, device=q.device)  # (L, W)
+        scores = (q.unsqueeze(-2) @ k_win).squeeze(-2)  # (B, H, L, W)
 
     p = query_pos.unsqueeze(1)  # (L, 1)
     # Slots outside the window or on padding (before key 0, after key S - 1) are not keys.
     valid = (key_pos >= 0) & (key_pos < S) & (key_pos >= p - left) & (key_pos <= p + right)
-    scores = (q.unsqueeze(-2) @ k_win).squeeze(-2) * scale  # (B, H, L, W)
-    scores = scores.masked_fill(~valid, float("-inf"))
+    scores = (scores * scale).masked_fill(~valid, float("-inf"))  # (B, H, L, W or S)
 
     # Safe softmax: a query whose window holds no key gets zeros, not NaN.
     row_max = scores.amax(dim=-1, keepdim=True)  # (B, H, L, 1)
@@ -77,5 +76,7 @@ def sliding_window_attention(
     weights = torch.exp(scores - row_max)
     denom = weights.sum(dim=-1, keepdim=True)
     weights = weights / torch.where(denom > 0, denom, torch.ones_like(denom))
+    if W >= S:
+        return weights @ v  # (B, H, L, dv)
     return (v_win @ weights.unsqueeze(-1)).squeeze(-1)  # (B, H, L, dv)
     # END SOLUTION

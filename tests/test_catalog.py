@@ -78,3 +78,20 @@ def test_unknown_kata_suggests_the_closest():
 
 def test_underscores_are_accepted_for_dashes():
     assert catalog.get_kata("SDPA").id == "sdpa"
+
+
+def _cjk(ch: str) -> bool:
+    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
+
+
+@pytest.mark.parametrize("kata_id", catalog.kata_ids())
+def test_chinese_statements_have_no_soft_breaks_between_characters(kata_id):
+    """Markdown renders a newline inside a paragraph as a space: visible between CJK characters."""
+    text = catalog.get_kata(kata_id).statement("zh")
+    fence = False
+    for before, after in zip(text.split("\n"), text.split("\n")[1:]):
+        if before.startswith("```"):
+            fence = not fence
+        if not fence and before and after and _cjk(before[-1]) and _cjk(after.lstrip()[:1] or "a") \
+                and not after.lstrip().startswith(("-", "|", "#", "*", ">")) and not after.lstrip()[:1].isdigit():
+            raise AssertionError(f"{kata_id}: soft line break inside a Chinese paragraph: {before[-20:]!r} / {after[:20]!r}")

@@ -1,15 +1,73 @@
-"""Diagnosis: name the mistake behind a failing result (filled in by the diagnosis engine)."""
+"""Diagnosis: name the well-known mistake behind a failing result.
+
+`checker/runner.py` calls `diagnose_result(...)` for a failing result while the candidate's
+child process is still alive. The verdict combines four kinds of evidence:
+
+- behaviour (`behaviour.py`): the candidate, the reference and one wrong variant per
+  catalogued mistake (a *mutant*) run on probe inputs built to separate them; a mistake is
+  named only when the candidate matches its mutant (alone, or jointly with others that
+  together explain every difference), never on a partial resemblance;
+- the runtime trace (`engine.Engine.from_trace`): output dtypes, in-place writes to inputs,
+  banned ops, NumPy RuntimeWarnings, nondeterminism, the largest intermediate tensor;
+- crash and warning signatures (`crashes.py`): messages that name a mistake;
+- the source (`ast_rules.py`): only to point at the lines, or for a banned import no probe
+  reached. A static hit alone never fails a correct solution.
+
+Texts, severities and links come from the catalogue (`catalogue.toml`, `catalogue.py`).
+Mistakes no evidence explains give one informative `no-known-mistake`.
+
+Adding a kata's diagnosis
+-------------------------
+Write one file, `reference/mutants/<kata_module>.py` (e.g. `gqa.py` for kata `gqa`):
+
+    from attnkata.checker.diagnose.probes import Probe
+    from attnkata.reference import gqa as ref
+
+    class RepeatNotInterleave(ref.GroupedQueryAttention):   # one small wrong variant
+        ...
+
+    MUTANTS = {                      # catalogue id -> variant, or a list of variants
+        "kv-repeat-instead-of-interleave": [RepeatNotInterleave, TileNotInterleave],
+    }                                # (a dict {entry point: variant} for katas with several)
+
+    def probes() -> list[Probe]:     # inputs that make each mutant visible
+        return [Probe("H=8, Hkv=2", "GroupedQueryAttention", (x,), params={"H": 8, "Hkv": 2, ...},
+                      init=((D, 8, 2), {}), seed=0, repeat=True), ...]
+
+    def load_mutant(mutant, reference):   # optional: when a mutant's parameters differ
+        ...
+
+Function katas: mutants are functions with the entry point's signature. Module katas: the
+entry point is a class; each probe's `init` builds the reference (seeded by `probe.seed`)
+whose weights go into both the candidate's module and the mutants. `params` are the sizes
+the catalogue texts quote (d, D, H, Hkv, L, S, W, ...); `grid="weights"` or `"mask"` marks
+the probe whose output is drawn as a mask grid; `budget=(id, elements)` flags a too-large
+intermediate tensor. Shared probe builders live in `checker/diagnose/probes.py`.
+
+Then add one fixture per mistake, `tests/fixtures/mistakes/<kata>/<mistake-id>.py` (variants:
+`<mistake-id>--<variant>.py`): `tests/test_mutation_matrix.py` finds them, checks that the
+grader fails each and that the diagnosis names exactly that id first, and that every
+reference and `tests/fixtures/alt/<kata>/*.py` solution gets no essential diagnosis.
+`python bench/diagnosis_report.py` prints coverage and accuracy per kata.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from attnkata.checker.catalog import Kata
-from attnkata.checker.models import Diagnostic, Result
-from attnkata.checker.proxy import Candidate
+if TYPE_CHECKING:  # torch stays out of `kata mistakes` / `kata explain`
+    from attnkata.checker.catalog import Kata
+    from attnkata.checker.models import Diagnostic, Result
+    from attnkata.checker.proxy import Candidate
 
 
 def diagnose_result(kata: Kata, path: Path, source: str, result: Result, candidate: Candidate,
                     lang: str) -> list[Diagnostic]:
-    """Diagnostics for a failing result, most severe first. No catalogue yet: nothing to add."""
-    return []
+    """Catalogued diagnoses for a failing result, most certain first.
+
+    May also drop from `result.diagnostics` the runner's generic entries (an exception, a
+    banned API) that a catalogued diagnosis now explains, so nothing is said twice."""
+    from attnkata.checker.diagnose.engine import diagnose
+
+    return diagnose(kata, path, source, result, candidate, lang)

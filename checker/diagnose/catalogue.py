@@ -29,7 +29,7 @@ SYMBOLS: dict[str, str] = {
     "sqrt_H": "sqrt(H)", "offset": "S - L", "kv_width": "Hkv * d", "nope": "nope", "rope": "rope",
     "qk": "nope + rope", "got_keys": "W + 1 (or W - 1)", "elements": "L * S", "shape": "(..., L, S)",
     "op": "an op", "api": "a banned API", "in_dtype": "float32", "out_dtype": "float64",
-    "which": "an input", "op_note": "", "scale": "s", "closest": "",
+    "which": "an input", "op_note": "", "scale": "s", "closest": "", "warning": "a RuntimeWarning",
 }
 
 

@@ -72,8 +72,14 @@ def instantiate(kata_id: str, fu: FollowUp, seed: int) -> dict[str, Any]:
     }
     if fu.kind == "numeric":
         values = {name: rng.choice(choices) for name, choices in sorted(fu.params.items())}
+        try:
+            expected = evaluate(fu.formula or "", values)
+        except (ArithmeticError_, ZeroDivisionError, OverflowError):
+            # kata.toml is validated with the first choices only; those are known to work
+            values = {name: choices[0] for name, choices in sorted(fu.params.items())}
+            expected = evaluate(fu.formula or "", values)
         q["params"] = values
-        q["expected"] = evaluate(fu.formula or "", values)
+        q["expected"] = expected
         q["prompt"] = {lang: _fill(text, values) for lang, text in q["prompt"].items()}
     elif fu.kind in ("choice", "order"):
         perm = list(range(len(fu.options)))

@@ -25,11 +25,16 @@ def jsonable(data: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(data, default=str))
 
 
-def check_file(kata_id: str, path: Path, lang: str, limits: Any = None) -> dict[str, Any]:
-    """Grade one file in this process; the Result as plain JSON."""
+def check_result(kata_id: str, path: Path, lang: str, limits: Any = None) -> Any:
+    """Grade one file in this process (imports torch); the `Result`."""
     from attnkata.checker.runner import check
 
-    return jsonable(check(catalog.get_kata(kata_id), path, limits=limits, lang=lang).to_dict())
+    return check(catalog.get_kata(kata_id), path, limits=limits, lang=lang)
+
+
+def check_file(kata_id: str, path: Path, lang: str, limits: Any = None) -> dict[str, Any]:
+    """Grade one file in this process; the Result as plain JSON."""
+    return jsonable(check_result(kata_id, path, lang, limits).to_dict())
 
 
 def grade_session(folder: Path, *, progress: Callable[[str], None] | None = None,

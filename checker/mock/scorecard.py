@@ -94,7 +94,10 @@ def problem_card(s: Session, p: sess.Problem) -> dict[str, Any]:
         "required_tiers": result.get("required_tiers", ["core", "edge"]),
         "tests_passed": final["passed"],
         "tests_total": final["total"],
-        "mistakes": [{"id": mid, "title": final["titles"].get(mid, "")} for mid in final["diagnoses"]],
+        # The untouched skeleton raising NotImplementedError is not a mistake worth naming.
+        "mistakes": [{"id": mid, "title": final["titles"].get(mid, "")} for mid in final["diagnoses"]]
+        if attempted else [],
+        "failed_tests": [t["id"] for t in result.get("tests", []) if t["status"] not in ("pass", "skip")],
         "time_to_first_pass": None if first_pass is None else round(first_pass - s.started, 1),
         "hints": len(p.hints),
         "hint_ids": list(p.hints),
@@ -219,7 +222,8 @@ LABELS = {
         "fu_title": "Follow-up questions", "question": "Question", "answer": "Your answer",
         "expected": "Expected", "points": "Points", "model": "Model answer", "scale": "Verdict scale",
         "scoring": "How the score is computed", "not_attempted": "not attempted", "pts": "points",
-        "no_questions": "No follow-up questions (no problem was attempted).",
+        "no_questions": "No follow-up questions (no problem was attempted).", "failed": "failing tests",
+        "tests": "tests",
     },
     "zh": {
         "title": "模拟面试评分卡", "session": "场次", "date": "日期", "time": "用时",
@@ -232,7 +236,8 @@ LABELS = {
         "fu_title": "追问", "question": "问题", "answer": "你的回答",
         "expected": "参考答案", "points": "得分", "model": "参考答案", "scale": "结论标准",
         "scoring": "计分方式", "not_attempted": "未作答", "pts": "分",
-        "no_questions": "没有追问（没有作答任何题目）。",
+        "no_questions": "没有追问（没有作答任何题目）。", "failed": "未通过的测试",
+        "tests": "测试",
     },
 }
 
@@ -295,7 +300,7 @@ def to_markdown(card: dict[str, Any], lang: str | None = None) -> str:
         lines += [f"## {L['verdict']}: {L['pending']}", "",
                   f"{L['coding']} {card['coding']:.0f}/100", ""]
     lines += [f"## {L['problems']}", "",
-              f"| {L['problem']} | {L['status']} | tests | {L['ttp']} | {L['hints']} | {L['score']} |",
+              f"| {L['problem']} | {L['status']} | {L['tests']} | {L['ttp']} | {L['hints']} | {L['score']} |",
               "|---|---|---|---|---|---|"]
     for p in card["problems"]:
         status = p["status"] if p["attempted"] else f"{p['status']} ({L['not_attempted']})"
@@ -306,6 +311,10 @@ def to_markdown(card: dict[str, Any], lang: str | None = None) -> str:
     for p in card["problems"]:
         found = ", ".join(f"`{m['id']}`" + (f" ({m['title']})" if m["title"] else "") for m in p["mistakes"])
         lines.append(f"- `{p['kata']}`: {found or L['none']}")
+        if p["failed_tests"] and p["attempted"]:
+            tests = ", ".join(f"`{x}`" for x in p["failed_tests"][:8])
+            more = f" (+{len(p['failed_tests']) - 8})" if len(p["failed_tests"]) > 8 else ""
+            lines.append(f"  - {L['failed']}: {tests}{more}")
     notes = [p for p in card["problems"] if p["note"]]
     if notes:
         lines += ["", f"### {L['notes']}", ""] + [f"- `{p['kata']}`: {p['note']}" for p in notes]

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -487,3 +486,35 @@ def attempted(s: Session, p: Problem) -> bool:
     snap = s.snapshot_path(p)
     path = snap if snap.is_file() else s.file_path(p)
     return path.is_file() and sha(path.read_bytes()) != p.skeleton_sha
+
+
+def take_hint(folder: Path, kata: str | None) -> tuple[Problem, str, str] | None:
+    """Reveal and record the next hint of a problem (it costs points on the scorecard).
+    (problem, hint id, text), or None when every hint was already shown."""
+    with mutate(folder) as s:
+        if s.state != ACTIVE or s.is_due():
+            raise UsageError(t("not_running", s.lang, id=s.id, state=s.state if s.state != ACTIVE else "time up"))
+        p = s.problem(kata)
+        found = next_hint(s, p, catalog.get_kata(p.kata))
+        if found is None:
+            return None
+        p.hints.append(found[0])
+    from attnkata.checker.store import History
+
+    with History() as h:
+        # Its own kind: a mock hint must not advance `kata hint`'s practice sequence.
+        h.record_event(p.kata, "mock-hint", {"session": s.id, "id": found[0]}, ts=now())
+    return p, found[0], found[1]
+
+
+def refusal(s: Session, kata_id: str) -> tuple[str, str]:
+    """Why `kata solution` says no during a mock interview, and how to get there."""
+    if s.state == ACTIVE:
+        return (t("no_reference", s.lang, kata=kata_id, id=s.id, left=_clock(s.remaining())),
+                t("no_reference_hint", s.lang))
+    return (t("no_reference_followups", s.lang, kata=kata_id, id=s.id), t("no_reference_hint", s.lang))
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}"

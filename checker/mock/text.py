@@ -43,6 +43,16 @@ MESSAGES: dict[str, tuple[str, str]] = {
                         "`kata mock check` grades without it, `kata mock submit` ends early.",
                         "`kata mock status` 查看剩余时间，`kata mock resume` 重新打开界面，"
                         "`kata mock check` 不开界面直接检查，`kata mock submit` 提前交卷。"),
+    "not_running": ("mock session {id} is not running any more ({state})",
+                    "模拟面试 {id} 已经不在进行中（{state}）"),
+    "no_reference": ("the reference of {kata} is not available during a mock interview "
+                     "(session {id}, {left} left)",
+                     "模拟面试进行中，不能查看 {kata} 的参考答案（场次 {id}，剩余 {left}）"),
+    "no_reference_followups": ("the reference of {kata} stays hidden until mock session {id} is finished "
+                               "(its follow-up questions are waiting)",
+                               "模拟面试 {id} 结束前（追问还在等待回答），{kata} 的参考答案不可查看"),
+    "no_reference_hint": ("finish the interview first: `kata mock submit` (or `kata mock abandon`)",
+                          "请先结束面试：`kata mock submit`（或 `kata mock abandon`）"),
     # follow-up answers
     "ans_empty": ("no answer given", "没有给出答案"),
     "ans_not_number": ("{raw!r} is not a number (write e.g. 536870912, 5.4e8, 512*1024*1024 or 537M)",

@@ -30,14 +30,15 @@ def _serve(replies: IO[str]) -> None:
         if not line.strip():
             continue
         reply: dict[str, Any]
+        req: dict[str, Any] = {}
         try:
             req = json.loads(line)
             reply = {"ok": True, "id": req.get("id"),
                      "result": check_file(req["kata"], Path(req["path"]), req.get("lang", "en"))}
         except KataError as exc:
-            reply = {"ok": False, "id": None, "error": exc.message}
+            reply = {"ok": False, "id": req.get("id"), "error": exc.message}
         except Exception as exc:  # noqa: BLE001 - reported to the screen, the worker keeps serving
-            reply = {"ok": False, "id": None, "error": f"{type(exc).__name__}: {exc}"}
+            reply = {"ok": False, "id": req.get("id"), "error": f"{type(exc).__name__}: {exc}"}
         replies.write(json.dumps(reply, default=str) + "\n")
         replies.flush()
 

@@ -215,6 +215,10 @@ def solution(
     from attnkata.checker.skeleton import reference_path, strip_markers
 
     k = catalog.get_kata(kata)
+    from attnkata.checker.mock.session import blocking_session, refusal
+
+    if (mock := blocking_session(k.id)) is not None:
+        raise UsageError(*refusal(mock, k.id))
     with History() as h:
         passed = any(r["status"] == "pass" for r in h.attempts(k.id, limit=1000))
         if not (passed or yes):

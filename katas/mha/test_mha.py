@@ -162,6 +162,17 @@ def test_fully_masked_query_rows(solution):
 
 
 @pytest.mark.tier("edge")
+def test_gradients_fully_padded_row(solution):
+    x = randn(B, L, D, seed=46)
+    mask = _padding_mask()
+    r = reference(47)
+    case = f"gradient w.r.t. x with a (B,1,1,L) padding mask, batch 1 all padding (gradients must stay finite), {SIZES}"
+    module, mapping = build_module(solution, CLS, r, (D, H), dtype=torch.float64, case=case)
+    check_module_grads(module, mapping, r, (x,), {"attn_mask": mask}, wrt=(0,),
+                       grad_output=randn(B, L, D, seed=48), case=case)
+
+
+@pytest.mark.tier("edge")
 def test_large_logits(solution):
     x = randn(B, L, D, seed=30, scale=20.0)  # attention logits of order 1e2..1e3
     mask = _padding_mask()

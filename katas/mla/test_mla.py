@@ -175,6 +175,21 @@ def test_causal_ignores_future_tokens(solution):
                  what=f"output[:, :{t + 1}]")
 
 
+def test_padding_content_is_ignored(solution):
+    g = Graded(solution, torch.float64, seed=36)
+    x = x_input(37)
+    mask = padding_mask([5, 3])  # (B, 1, 1, L)
+    real = mask[:, 0, 0, :]  # (B, L)
+    changed = x.clone()
+    changed[~real] = randn(int((~real).sum()), D, seed=38, scale=10.0)
+    first = g.module.call((x,), {"attn_mask": mask}).value
+    second = g.module.call((changed,), {"attn_mask": mask}).value
+    assert_close(second[real], first[real],
+                 case=f"{g.case(x, 'a (B,1,1,L) padding mask, lengths [5, 3]')}: changing the padded "
+                      "tokens must not change the outputs of the real ones (a query attended padding)",
+                 what="outputs of the real tokens")
+
+
 def test_eval_is_deterministic(solution):
     g = Graded(solution, torch.float64, seed=15)
     x = x_input(16)

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from attnkata.checker.compare import assert_close, assert_no_mutation, describe_inputs
-from attnkata.checker.probes import causal, cast, randn, random_mask, to_numpy
+from attnkata.checker.probes import cast, causal, randn, random_mask, to_numpy
 from attnkata.reference import sdpa_numpy as ref
 
 FN = "scaled_dot_product_attention"

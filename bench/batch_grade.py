@@ -1,0 +1,160 @@
+"""Throughput of `kata set grade` against the naive way of grading a class.
+
+Generates N synthetic `sdpa` submissions (correct ones, several kinds of wrong ones and hostile
+ones: an infinite loop, sys.exit at import, a huge allocation, os._exit) and grades them twice
+with the same isolation and the same limits:
+
+- attnkata: `kata set grade BUNDLE SUBMISSIONS --jobs J --timeout T` (one process; J workers that
+  import torch once; every candidate still in its own forked child with time/memory limits);
+- naive: one fresh `python -m pytest katas/sdpa --solution FILE` per submission, as
+  nbgrader-style tools do (each pays interpreter + torch + pytest start-up), run J at a time so
+  both sides use the same cores; the same per-call and total time limits are passed to it.
+
+Prints both throughputs (submissions per second) and their ratio, and checks that both sides
+agree on which submissions pass.
+
+    python bench/batch_grade.py            # N=40, J=cores, T=2
+    python bench/batch_grade.py --n 100 --jobs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE = (REPO / "reference" / "sdpa.py").read_text()
+
+
+def _swap(old: str, new: str) -> str:
+    if old not in REFERENCE:
+        raise SystemExit(f"bench: the sdpa reference changed; update the mutation {old!r}")
+    return REFERENCE.replace(old, new)
+
+
+WRONG = {
+    "no-scale": _swap("scale = 1.0 / math.sqrt(d) if scale is None else scale", "scale = 1.0 if scale is None else scale"),
+    "mask-ignored": _swap('scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores"),
+    "minus-1e9": (REPO / "katas" / "sdpa" / "examples" / "wrong.py").read_text(),
+    "softmax-dim": _swap("row_max = scores.amax(dim=-1, keepdim=True)", "row_max = scores.amax(dim=-2, keepdim=True)")
+    .replace("denom = weights.sum(dim=-1, keepdim=True)", "denom = weights.sum(dim=-2, keepdim=True)"),
+    "in-place": _swap("scores = (q @ k.transpose(-2, -1)) * scale", "scores = q.mul_(scale) @ k.transpose(-2, -1)"),
+    "raises": _swap("d = q.shape[-1]", "d = q.shape[-1]\n    raise ValueError('not done yet')"),
+    "syntax": REFERENCE.replace("def scaled_dot_product_attention(", "def scaled_dot_product_attention((", 1),
+}
+HOSTILE = {
+    "infinite-loop": "def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    while True:\n        pass\n",
+    "sys-exit": "import sys\nsys.exit(1)\n",
+    "huge-alloc": "import torch\n\n\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n"
+                  "    big = torch.empty(1 << 40, dtype=torch.uint8)\n    return big\n",
+    "os-exit": "import os\n\n\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    os._exit(3)\n",
+}
+
+
+def make_submissions(root: Path, n: int) -> dict[str, str]:
+    """N student folders: ~55% correct, ~35% wrong, ~10% hostile (at least one of each hostile
+    kind when N >= 20). Returns student -> kind."""
+    n_hostile = max(len(HOSTILE), n // 10) if n >= 20 else min(len(HOSTILE), n // 4)
+    n_wrong = round(n * 0.35)
+    kinds = [list(HOSTILE)[i % len(HOSTILE)] for i in range(n_hostile)]
+    kinds += [list(WRONG)[i % len(WRONG)] for i in range(n_wrong)]
+    kinds += ["correct"] * (n - len(kinds))
+    # Spread the kinds out, as a class list would.
+    kinds = [kinds[(i * 7) % n] for i in range(n)] if n % 7 else kinds
+    out = {}
+    for i, kind in enumerate(kinds):
+        student = f"s{i:03d}"
+        source = REFERENCE if kind == "correct" else WRONG.get(kind) or HOSTILE[kind]
+        (root / student).mkdir(parents=True)
+        # Every file differs (as real ones do), so nothing is served from a cache.
+        (root / student / "sdpa.py").write_text(f"# {student}\n{source}")
+        out[student] = kind
+    return out
+
+
+def run_attnkata(bundle: Path, subs: Path, out: Path, jobs: int, timeout: float) -> tuple[float, dict[str, str], str]:
+    cmd = [sys.executable, "-m", "attnkata", "set", "grade", str(bundle), str(subs), "--jobs", str(jobs),
+           "--timeout", f"{timeout:g}", "--quiet", "--out", str(out), "--fresh"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"bench: kata set grade failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    data = json.loads((out / "results.json").read_text())
+    status = {s["student"]: s["katas"]["sdpa"]["status"] for s in data["students"]}
+    return wall, status, shlex.join(cmd)
+
+
+def naive_command(file: Path, timeout: float) -> list[str]:
+    return [sys.executable, "-m", "pytest", str(REPO / "katas" / "sdpa"), "--solution", str(file), "-q",
+            "-p", "no:cacheprovider", "--kata-call-timeout", f"{timeout:g}", "--kata-total-timeout", f"{timeout:g}"]
+
+
+def run_naive(subs: Path, students: list[str], jobs: int, timeout: float) -> tuple[float, dict[str, str]]:
+    def one(student: str) -> tuple[str, str]:
+        # A generous wall-clock guard: the limits inside pytest already stop hostile code.
+        try:
+            proc = subprocess.run(naive_command(subs / student / "sdpa.py", timeout), capture_output=True,
+                                  text=True, timeout=120 + 4 * timeout, cwd=REPO)
+            return student, "pass" if proc.returncode == 0 else "not pass"
+        except subprocess.TimeoutExpired:
+            return student, "not pass"
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        status = dict(pool.map(one, students))
+    return time.perf_counter() - t0, status
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=40, help="synthetic submissions (default 40)")
+    ap.add_argument("--jobs", type=int, default=None, help="parallel workers for both sides (default: cores)")
+    ap.add_argument("--timeout", type=float, default=2.0, help="candidate seconds per submission (default 2)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = ap.parse_args()
+    jobs = args.jobs or len(os.sched_getaffinity(0))
+    tmp = Path(tempfile.mkdtemp(prefix="attnkata-bench-"))
+    from attnkata.checker.sets.create import CreateOptions, create_set
+
+    bundle = tmp / "set"
+    create_set(CreateOptions(katas=["sdpa"], out=bundle, public_tests=0, lang="en"))
+    subs = tmp / "submissions"
+    kinds = make_submissions(subs, args.n)
+    mix: dict[str, int] = {}
+    for kind in kinds.values():
+        mix[kind] = mix.get(kind, 0) + 1
+    print(f"attnkata batch-grading benchmark: N={args.n} sdpa submissions, jobs={jobs}, "
+          f"timeout={args.timeout:g}s per submission, {os.cpu_count()} CPUs visible")
+    print("mix: " + ", ".join(f"{k} {v}" for k, v in sorted(mix.items(), key=lambda kv: -kv[1])))
+
+    ours, our_status, cmd = run_attnkata(bundle, subs, tmp / "out", jobs, args.timeout)
+    print(f"\nattnkata: {cmd}")
+    print(f"  {ours:.1f} s wall, {args.n / ours:.2f} submissions/s")
+    naive, naive_status = run_naive(subs, sorted(kinds), jobs, args.timeout)
+    example = shlex.join(naive_command(subs / "s000" / "sdpa.py", args.timeout))
+    print(f"naive ({jobs} at a time): {example}")
+    print(f"  {naive:.1f} s wall, {args.n / naive:.2f} submissions/s")
+    agree = sum((our_status[s] == "pass") == (naive_status[s] == "pass") for s in kinds)
+    print(f"\nverdicts agree on {agree}/{args.n} submissions "
+          f"(attnkata passes {sum(v == 'pass' for v in our_status.values())}, "
+          f"naive passes {sum(v == 'pass' for v in naive_status.values())})")
+    print(f"ratio: {naive / ours:.1f}x the naive throughput")
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print(f"kept {tmp}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Static rules on the candidate's source: they only *point at lines* for a mistake that
+behaviour, the trace or a crash already established (the `.repeat(` line, the
+`masked_fill(` line, the `/ math.sqrt(` line), and find what no probe can see (an import
+of a banned API that never ran). A static hit alone never fails a solution.
+
+Rules read the statements' own source text (comments and docstrings left out), so
+`# do not use .T here` never counts.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from attnkata.checker.models import SourceRef
+
+
+@dataclass(frozen=True)
+class Stmt:
+    line: int
+    end_line: int
+    text: str  # the statement's source without comments
+
+
+class Source:
+    """The candidate's file parsed once: simple statements in order, and the parse tree."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.lines = source.splitlines()
+        try:
+            self.tree: ast.Module | None = ast.parse(source)
+        except SyntaxError:
+            self.tree = None
+        self.stmts = self._statements() if self.tree else []
+
+    def _statements(self) -> list[Stmt]:
+        assert self.tree is not None
+        out: list[Stmt] = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                continue  # docstrings
+            target: ast.AST | None = None
+            if isinstance(node, ast.stmt) and not hasattr(node, "body"):
+                target = node
+            elif isinstance(node, ast.If | ast.While):
+                target = node.test
+            elif isinstance(node, ast.For):
+                target = node.iter
+            if target is None:
+                continue
+            seg = ast.get_source_segment(self.source, target) or ""
+            text = "\n".join(re.sub(r"#.*$", "", ln) for ln in seg.splitlines())
+            out.append(Stmt(target.lineno, target.end_lineno or target.lineno, text))
+        out.sort(key=lambda s: s.line)
+        return out
+
+    def find(self, pattern: str, flags: int = 0) -> list[Stmt]:
+        rx = re.compile(pattern, flags)
+        return [s for s in self.stmts if rx.search(s.text)]
+
+    def ref(self, stmt: Stmt) -> SourceRef:
+        text = self.lines[stmt.line - 1].strip() if 0 < stmt.line <= len(self.lines) else stmt.text
+        return SourceRef(line=stmt.line, end_line=stmt.end_line if stmt.end_line != stmt.line else None, text=text)
+
+    def function_line(self, name: str) -> int | None:
+        if self.tree is None:
+            return None
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
+                return node.lineno
+        return None
+
+
+# Patterns, by mistake id. Each is a regex on statement text; the first rule that finds
+# something wins. Patterns are deliberately broad: they run only after the mistake is known.
+_SCALE = r"sqrt|\*\*\s*-?\s*0?\.5|\bscale\b|rsqrt"
+_MASK_FILL = r"masked_fill|\bwhere\s*\(|\[\s*~?\s*\w*mask\w*\s*\]\s*="
+_BIG_NEG = r"-\s*(?:1e\s*[3-9]|1e\s*[1-9]\d|1\s*e\s*\+?\d+|\d{4,}(?:\.0*)?\b)|finfo|-\s*1e\+?\d\d|\.min\b"
+RULES: dict[str, list[str]] = {
+    "scale-by-d-model": [r"sqrt\s*\(\s*(?:self\.)?(?:d_model|embed_dim|D|dim|hidden)\b|size\(\s*-1\s*\)\s*\*\*|" + _SCALE],
+    "missing-scale": [_SCALE, r"@|matmul|einsum|bmm"],
+    "scale-not-sqrt": [_SCALE, r"/\s*\(?\s*\w*(?:d|dim|d_k|head_dim)\b"],
+    "scale-inverted": [_SCALE],
+    "scale-argument-ignored": [r"\bscale\b", _SCALE],
+    "mla-scale-without-rope-dim": [_SCALE],
+    "softmax-wrong-dim": [r"softmax\s*\([^)]*(?:dim|axis)\s*=\s*(?!-1\b)", r"softmax", r"\.sum\s*\(|\bsum\s*\("],
+    "unstable-softmax": [r"\bexp\s*\(", r"softmax"],
+    "fully-masked-row-uniform": [_BIG_NEG, _MASK_FILL],
+    "fully-masked-row-nan": [r"\binf\b", r"softmax"],
+    "fully-masked-row-nan-gradient": [r"nan_to_num|isnan", r"\bwhere\s*\(", r"softmax"],
+    "mask-polarity-flipped": [_MASK_FILL, r"\bmask\b"],
+    "mask-ignored": [r"masked_fill|mask"],
+    "mask-added-as-float": [r"\+\s*\(?\s*~?\s*\w*mask|mask\w*\s*\+", r"\bmask\b"],
+    "mask-applied-after-softmax": [r"\bmask\b"],
+    "padding-mask-wrong-axis": [r"view|reshape|unsqueeze|\[\s*:?\s*,?\s*None|None\s*,\s*:?\s*\]|expand"],
+    "causal-mask-inverted": [r"tril|triu|<=|>=|<|>"],
+    "causal-mask-excludes-diagonal": [r"tril|triu|<=|>=|<|>"],
+    "causal-mask-leaks-future": [r"tril|triu|<=|>=|<|>"],
+    "causal-mask-top-left": [r"tril|triu", r"arange"],
+    "window-off-by-one": [r"\bW\s*=|[<>]=?\s*\(?\s*p\b|\bp\s*[-+]\s*\(?\s*(?:left|right|W|w)\b", r"window|left|right|\bW\b"],
+    "window-wrong-side": [r"=\s*window\b|[<>]=?\s*\(?\s*p\b|\bp\s*[-+]\s*\(?\s*(?:left|right|W|w)\b", r"window|left|right|\bW\b"],
+    "window-materializes-full-scores": [r"@|matmul|einsum"],
+    "transpose-2d-on-batched": [r"\.T\b|\.t\s*\(\s*\)|np\.transpose\s*\(\s*\w+\s*\)|transpose\s*\(\s*0\s*,\s*1\s*\)"],
+    "split-heads-without-transpose": [r"(?:view|reshape)\s*\([^)]*,[^)]*,[^)]*,[^)]*\)"],
+    "merge-heads-without-transpose": [r"(?:view|reshape)\s*\(\s*\w+\s*,\s*\w+\s*,\s*[^,)]+\)"],
+    "missing-contiguous": [r"\.view\s*\("],
+    "missing-output-projection": [r"\breturn\b"],
+    "kv-repeat-instead-of-interleave": [r"\.repeat\s*\(|\btile\s*\(|\.expand\s*\("],
+    "kv-heads-not-expanded": [r"@|matmul|einsum"],
+    "kv-projection-wrong-size": [r"Linear\s*\("],
+    "dropout-in-eval": [r"dropout"],
+    "mla-rope-on-nope": [r"rope|rotary|apply_rotary"],
+    "mla-kv-b-split-global": [r"split|chunk|\[\s*\.\.\.\s*,\s*:"],
+    "mla-missing-kv-norm": [r"kv_b|kv_a"],
+    "rope-wrong-layout": [r"::\s*2|rotate|cat\s*\(|stack\s*\("],
+    "latent-queries-from-input": [r"q_proj|query"],
+    "dtype-not-preserved": [r"\.double\s*\(|\.float\s*\(|dtype\s*=|np\.sqrt|torch\.tensor\s*\(|astype|float64|float32"],
+    "input-mutated": [r"\.(?!__)\w+_\s*\(|[+\-*/]=(?!=)|\[[^\]]*\]\s*=(?!=)"],
+    "banned-api": [r"scaled_dot_product_attention|MultiheadAttention|multi_head_attention_forward|flex_attention"],
+}
+
+MAX_LINES = 2
+
+
+def locate(mistake: str, src: Source, *, extra: Callable[[Stmt], bool] | None = None) -> list[SourceRef]:
+    """Lines of the candidate's file where `mistake` is most likely written (at most two)."""
+    for pattern in RULES.get(mistake, []):
+        hits = src.find(pattern)
+        if extra is not None:
+            hits = [h for h in hits if extra(h)] or hits
+        if mistake == "mask-ignored" and not hits:
+            break
+        if hits:
+            return [src.ref(s) for s in hits[:MAX_LINES]]
+    return []
+
+
+BANNED_NAMES = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward",
+                "flex_attention", "_scaled_dot_product")
+
+
+def banned_references(src: Source) -> list[tuple[SourceRef, str]]:
+    """Imports of, and references to, banned attention APIs anywhere in the file."""
+    if src.tree is None:
+        return []
+    found: list[tuple[SourceRef, str]] = []
+    for node in ast.walk(src.tree):
+        name = None
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            for alias in node.names:
+                module = getattr(node, "module", None) or ""
+                if any(b in alias.name for b in BANNED_NAMES) or "flex_attention" in module:
+                    name = alias.name
+        elif isinstance(node, ast.Attribute) and any(node.attr.startswith(b) for b in BANNED_NAMES):
+            name = node.attr
+        if name:
+            stmt = Stmt(node.lineno, node.lineno, "")
+            found.append((src.ref(stmt), name))
+    seen: set[int] = set()
+    return [(r, n) for r, n in found if not (r.line in seen or seen.add(r.line))]

@@ -1,0 +1,211 @@
+"""Behavioural matching: which catalogued mutant does the candidate behave like?
+
+Every probe output is flattened to a vector of elements plus one "structure" element (its
+kind and shape). On each probe three comparisons are made, element by element:
+
+    dev   = candidate differs from the reference      (what is wrong)
+    sig_k = mutant k differs from the reference        (what mistake k changes)
+    exp_k = candidate differs from mutant k            (where k fails to explain it)
+
+Mutant k matches *exactly* when exp_k is empty on every probe. When no mutant matches
+exactly, a set of mutants can still explain the candidate jointly (two independent
+mistakes): each must be *present* (wherever it changes the output, the candidate changed
+it the same way: sig_k & exp_k empty) and together their signatures must cover every
+element of dev. Anything less is not a verdict; the best partial fit is only reported as
+"closest" for the honest no-known-mistake message.
+
+Errors compare by exception type and message with the numbers taken out, so a mutant
+that raises "t() expects a tensor with <= 2 dimensions" matches a candidate that raises
+it on the same probes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.diagnose.subjects import Observed
+from attnkata.checker.wire import Opaque
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _norm_error(err: tuple[str, str]) -> tuple[str, str]:
+    return err[0], _DIGITS.sub("#", err[1]).strip()[:300]
+
+
+def flatten(value: Any) -> tuple[Any, np.ndarray] | None:
+    """(structure, float64 values) of an output; None when it holds something not numeric."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().to("cpu")
+        if t.is_complex():
+            return None
+        return ("tensor", tuple(t.shape)), t.to(torch.float64).reshape(-1).numpy()
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "fiub":
+            return None
+        return ("ndarray", value.shape), np.asarray(value, dtype=np.float64).reshape(-1)
+    if isinstance(value, bool | int | float) and not isinstance(value, Opaque):
+        return ("scalar", ()), np.array([float(value)])
+    if isinstance(value, tuple | list):
+        parts = [flatten(v) for v in value]
+        if any(p is None for p in parts):
+            return None
+        structure = ("seq", tuple(p[0] for p in parts))  # type: ignore[index]
+        values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)  # type: ignore[index]
+        return structure, values
+    return None
+
+
+def _dtype_of(value: Any) -> str | None:
+    if isinstance(value, torch.Tensor | np.ndarray):
+        return str(value.dtype).replace("torch.", "")
+    if isinstance(value, tuple | list) and value:
+        return _dtype_of(value[0])
+    return None
+
+
+def _tolerance(*values: Any) -> tuple[float, float]:
+    """(atol, rtol): float64 results agree to ~1e-12 unless a mistake moves them by >= 1e-2."""
+    low = any(_dtype_of(v) in ("float32", "float16", "bfloat16") for v in values)
+    return (1e-4, 1e-3) if low else (1e-6, 1e-5)
+
+
+def differs(a: Observed, b: Observed, n: int) -> np.ndarray:
+    """Bool vector of length n + 1 (n elements of the reference's output, then the structure
+    element): True where `a` and `b` differ."""
+    out = np.ones(n + 1, dtype=bool)
+    if a.error is not None or b.error is not None:
+        if a.error is not None and b.error is not None and _norm_error(a.error) == _norm_error(b.error):
+            out[:] = False
+        return out
+    fa, fb = flatten(a.value), flatten(b.value)
+    if fa is None or fb is None:
+        return out
+    (sa, va), (sb, vb) = fa, fb
+    if va.shape != vb.shape or va.size != n:
+        return out
+    atol, rtol = _tolerance(a.value, b.value)
+    both_nan = np.isnan(va) & np.isnan(vb)
+    with np.errstate(invalid="ignore", over="ignore"):
+        same_inf = np.isinf(va) & (va == vb)
+        close = np.abs(va - vb) <= atol + rtol * np.abs(vb)
+    out[:n] = ~(both_nan | same_inf | close)
+    out[n] = _shape_only(sa) != _shape_only(sb) or sa[0] != sb[0]
+    return out
+
+
+def _shape_only(structure: Any) -> Any:
+    return structure[1] if isinstance(structure, tuple) and len(structure) == 2 else structure
+
+
+@dataclass
+class Verdict:
+    """Behavioural result. `matched`: mistake id -> the probes on which its signature showed
+    (and the candidate reproduced it). `exact`: a single mutant reproduces every probe."""
+
+    deviates: bool
+    matched: dict[str, list[str]] = field(default_factory=dict)
+    variant: dict[str, int] = field(default_factory=dict)
+    exact: bool = False
+    ambiguous: list[str] = field(default_factory=list)
+    closest: tuple[str, float] | None = None  # (id, share of the deviation it explains)
+    failing_probes: list[str] = field(default_factory=list)
+
+
+def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
+          mutants: dict[str, list[list[Observed]]]) -> Verdict:
+    """`mutants[id][variant][i]` is mutant (id, variant) on probes[i]."""
+    sizes = []
+    for r in ref:
+        f = flatten(r.value) if r.ok else None
+        sizes.append(0 if f is None else f[1].size)
+    dev = [differs(c, r, n) for c, r, n in zip(cand, ref, sizes, strict=True)]
+    failing = [p.name for p, d in zip(probes, dev, strict=True) if d.any()]
+    verdict = Verdict(deviates=bool(failing), failing_probes=failing)
+    if not failing:
+        return verdict
+    total = sum(int(d.sum()) for d in dev)
+
+    exact: dict[str, int] = {}
+    present: dict[str, tuple[int, list[np.ndarray], list[str]]] = {}
+    best_partial: tuple[str, float] | None = None
+    compared: list[tuple[str, int, list[np.ndarray], list[np.ndarray], list[np.ndarray], list[str]]] = []
+    for mid, variants in mutants.items():
+        for vi, outs in enumerate(variants):
+            sig = [differs(m, r, n) for m, r, n in zip(outs, ref, sizes, strict=True)]
+            exp = [differs(c, m, n) for c, m, n in zip(cand, outs, sizes, strict=True)]
+            explains = [s & ~e for s, e in zip(sig, exp, strict=True)]
+            shown = [p.name for p, s, x in zip(probes, sig, explains, strict=True) if s.any() and x.any()]
+            if not any(e.any() for e in exp):
+                exact.setdefault(mid, vi)
+                continue
+            compared.append((mid, vi, sig, exp, explains, shown))
+            share = sum(int((x & d).sum()) for x, d in zip(explains, dev, strict=True)) / max(total, 1)
+            if best_partial is None or share > best_partial[1]:
+                best_partial = (mid, share)
+
+    # A NaN swallows every other mistake's effect on the same element (and spreads, e.g.
+    # through gradients). Where the candidate's NaN/inf is explained by some mutant, other
+    # mutants are not required to reproduce their own change.
+    swallowed = [_nonfinite(c, n) for c, n in zip(cand, sizes, strict=True)]
+    if compared:
+        nan_explained = [np.logical_or.reduce([x[4][i] for x in compared]) & swallowed[i] for i in range(len(probes))]
+    else:
+        nan_explained = [np.zeros_like(d) for d in dev]
+    for mid, vi, sig, exp, explains, shown in compared:
+        if mid in present or not any(s.any() for s in sig):
+            continue
+        if not any((s & e & ~ne).any() for s, e, ne in zip(sig, exp, nan_explained, strict=True)):
+            present[mid] = (vi, explains, shown)
+
+    if exact:
+        ids = list(exact)
+        for mid in ids:
+            verdict.matched[mid] = _shown_exact(probes, ref, mutants[mid][exact[mid]], sizes)
+            verdict.variant[mid] = exact[mid]
+        verdict.exact = True
+        if len(ids) > 1:
+            verdict.ambiguous = ids
+        return verdict
+
+    # Greedy cover of the deviation by present mutants: the largest explanation first, and
+    # only mutants that add something, so a mistake implied by another is not listed twice.
+    uncovered = [d.copy() for d in dev]
+    chosen: list[str] = []
+    while any(u.any() for u in uncovered):
+        gain = {mid: sum(int((x & u).sum()) for x, u in zip(expl, uncovered, strict=True))
+                for mid, (_, expl, _) in present.items() if mid not in chosen}
+        if not gain or max(gain.values()) == 0:
+            break
+        mid = max(gain, key=lambda k: gain[k])
+        chosen.append(mid)
+        uncovered = [u & ~x for u, x in zip(uncovered, present[mid][1], strict=True)]
+    if chosen and not any(u.any() for u in uncovered):
+        for mid in chosen:
+            verdict.matched[mid] = present[mid][2]
+            verdict.variant[mid] = present[mid][0]
+        return verdict
+    verdict.closest = best_partial if best_partial and best_partial[1] > 0 else None
+    return verdict
+
+
+def _nonfinite(obs: Observed, n: int) -> np.ndarray:
+    out = np.zeros(n + 1, dtype=bool)
+    f = flatten(obs.value) if obs.ok else None
+    if f is not None and f[1].size == n:
+        out[:n] = ~np.isfinite(f[1])
+    return out
+
+
+def _shown_exact(probes: list[Probe], ref: list[Observed], outs: list[Observed], sizes: list[int]) -> list[str]:
+    return [p.name for p, r, m, n in zip(probes, ref, outs, sizes, strict=True) if differs(m, r, n).any()]
+
+
+def output_dtype(obs: Observed) -> str | None:
+    return _dtype_of(obs.value) if obs.ok else None

@@ -1,0 +1,419 @@
+"""The diagnosis engine: gathers evidence (behaviour, runtime trace, crash signatures, source)
+and turns it into at most a few catalogued verdicts with the candidate's own numbers.
+
+Runs in the grading process after the grader, while the candidate's child is still alive.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from attnkata.checker.catalog import Kata
+from attnkata.checker.diagnose import catalogue as cat
+from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
+from attnkata.checker.diagnose.behaviour import Verdict, match, output_dtype
+from attnkata.checker.diagnose.crashes import classify
+from attnkata.checker.diagnose.probes import Probe, grid_of
+from attnkata.checker.diagnose.subjects import FunctionSubject, ModuleSubject, Observed
+from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result, SourceRef
+from attnkata.checker.proxy import Candidate, CandidateBanned, Limits
+
+# Diagnosis probes get a shorter leash than tests: they are small, and diagnosis must stay fast.
+PROBE_CALL_TIMEOUT = 2.0
+PROBE_TIME_BUDGET = 3.0
+
+
+def _t(lang: str, en: str, zh: str) -> str:
+    return zh if lang == "zh" else en
+
+
+@dataclass
+class Finding:
+    """Everything that points at one mistake, before it becomes a Diagnostic."""
+
+    id: str
+    strength: int  # 3 behaviour exact, 2 behaviour joint / trace / crash, 1 static only
+    evidence: list[str] = field(default_factory=list)
+    source: list[SourceRef] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+    probe: Probe | None = None
+
+
+class Findings(dict[str, Finding]):
+    def add(self, mid: str, strength: int, evidence: str | None = None, *, source: list[SourceRef] | None = None,
+            params: dict[str, Any] | None = None, probe: Probe | None = None) -> Finding:
+        f = self.get(mid)
+        if f is None:
+            f = self[mid] = Finding(mid, strength, probe=probe)
+        f.strength = max(f.strength, strength)
+        if evidence and evidence not in f.evidence:
+            f.evidence.append(evidence)
+        for ref in source or []:
+            if all(r.line != ref.line for r in f.source):
+                f.source.append(ref)
+        f.params.update(params or {})
+        if f.probe is None:
+            f.probe = probe
+        return f
+
+
+# -- the kata's mutants module ------------------------------------------------------------
+@dataclass
+class Spec:
+    """A kata's behavioural diagnosis: probes, reference, mutants (id -> variants, each a
+    {entry point: replacement} dict) and how to call them."""
+
+    kata: str
+    probes: list[Probe]
+    mutants: dict[str, list[dict[str, Any]]]
+    subject: FunctionSubject | ModuleSubject
+    module: ModuleType
+
+
+def _variants(value: Any, default_entry: str) -> list[dict[str, Any]]:
+    items = value if isinstance(value, list) else [value]
+    return [v if isinstance(v, dict) else {default_entry: v} for v in items]
+
+
+@cache
+def load_spec(kata_id: str) -> Spec | None:
+    """`attnkata.reference.mutants.<module>` for the kata, or None when it has none yet."""
+    from attnkata.checker.catalog import get_kata
+
+    kata = get_kata(kata_id)
+    name = f"attnkata.reference.mutants.{kata.module_name}"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        raise
+    reference = getattr(module, "REFERENCE", None) or importlib.import_module(f"attnkata.reference.{kata.module_name}")
+    entry = kata.entry_points[0]
+    is_module = isinstance(getattr(reference, entry, None), type)
+    subject = (ModuleSubject(reference, getattr(module, "load_mutant", None)) if is_module
+               else FunctionSubject(reference))
+    mutants = {mid: _variants(v, entry) for mid, v in module.MUTANTS.items()}
+    return Spec(kata_id, list(module.probes()), mutants, subject, module)
+
+
+@cache
+def _local_observations(kata_id: str) -> tuple[list[Observed], dict[str, list[list[Observed]]]]:
+    """Reference and mutant outputs on every probe: deterministic, so computed once per process."""
+    import torch
+
+    spec = load_spec(kata_id)
+    assert spec is not None
+    # Probe tensors are tiny: with several intra-op threads on a busy machine each op waits
+    # for its threads (about 10 ms per Linear instead of 20 us), so compute on one.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ref = [spec.subject.reference_call(p) for p in spec.probes]
+        muts = {mid: [[spec.subject.mutant_call(v, p) for p in spec.probes] for v in variants]
+                for mid, variants in spec.mutants.items()}
+    finally:
+        torch.set_num_threads(threads)
+    return ref, muts
+
+
+# -- the engine ------------------------------------------------------------------------------
+class Engine:
+    def __init__(self, kata: Kata, path: Path, source: str, result: Result, candidate: Candidate, lang: str) -> None:
+        self.kata, self.path, self.result, self.candidate, self.lang = kata, path, result, candidate, lang
+        self.src = Source(source)
+        self.findings = Findings()
+        self.explained_runner: set[int] = set()  # indexes into result.diagnostics now covered
+        self.spec = load_spec(kata.id)
+        self.base_params = dict(self.spec.probes[0].params) if self.spec and self.spec.probes else {}
+        self.verdict: Verdict | None = None
+        self.cand_obs: list[Observed] = []
+        self.ref_obs: list[Observed] = []
+
+    def t(self, en: str, zh: str) -> str:
+        return _t(self.lang, en, zh)
+
+    def applies(self, mid: str) -> bool:
+        return mid in cat.catalogue() and (mid in self.kata.mistakes or cat.get(mid).applies_to(self.kata.id))
+
+    # -- evidence ----------------------------------------------------------------------
+    def from_runner(self) -> None:
+        """The grader's own failures: banned APIs and exceptions with a known signature."""
+        for i, d in enumerate(self.result.diagnostics):
+            if d.id == "banned-api":
+                self.findings.add("banned-api", 2, d.explanation, params={"api": _api_name(d.explanation)})
+                self.explained_runner.add(i)
+            elif d.id == "exception":
+                mid = classify(d.explanation, self.kata.id, self.base_params)
+                if mid and self.applies(mid):
+                    self.findings.add(mid, 2, self.t(f"the tests raised: {d.explanation}",
+                                                     f"测试中抛出了异常：{d.explanation}"), source=list(d.source))
+                    self.explained_runner.add(i)
+        if self.candidate.load_banned:
+            names = ", ".join(self.candidate.load_banned)
+            self.findings.add("banned-api", 2, self.t(f"called while loading your file: {names}",
+                                                      f"加载文件时调用了：{names}"), params={"api": names})
+
+    def probe_candidate(self) -> None:
+        assert self.spec is not None
+        saved = self.candidate.limits
+        self.candidate.limits = Limits(call_timeout=min(saved.call_timeout, PROBE_CALL_TIMEOUT),
+                                       total_timeout=saved.total_timeout, memory_mb=saved.memory_mb)
+        t0 = time.perf_counter()
+        try:
+            for p in self.spec.probes:
+                if time.perf_counter() - t0 > PROBE_TIME_BUDGET:
+                    self.cand_obs.append(Observed(error=("Skipped", "diagnosis time budget used up")))
+                    continue
+                self.cand_obs.append(self.spec.subject.candidate_call(self.candidate, p))
+        finally:
+            self.candidate.limits = saved
+
+    def from_behaviour(self) -> None:
+        assert self.spec is not None
+        ref, muts = _local_observations(self.kata.id)
+        self.ref_obs = ref
+        probes = self.spec.probes
+        usable = [i for i, o in enumerate(self.cand_obs) if o.error is None or o.error[0] != "Skipped"]
+        if not usable:
+            return
+        pick = lambda xs: [xs[i] for i in usable]  # noqa: E731
+        verdict = match(pick(probes), pick(self.cand_obs), pick(ref),
+                        {mid: [pick(v) for v in variants] for mid, variants in muts.items() if self.applies(mid)})
+        self.verdict = verdict
+        strength = 3 if verdict.exact and not verdict.ambiguous else 2
+        by_name = {p.name: p for p in probes}
+        for mid, shown in verdict.matched.items():
+            names = ", ".join(f"'{s}'" for s in shown[:3])
+            ev = self.t(f"reproduced on the probe(s) {names}: your output equals the known-wrong variant and "
+                        "differs from the reference", f"在探测输入 {names} 上复现：你的输出与已知错误写法一致，与参考答案不同")
+            f = self.findings.add(mid, strength, ev, probe=by_name.get(shown[0]) if shown else None)
+            # Errors the mutant raises too are part of this mistake: the runner's generic
+            # "your code raised ..." for them is explained, and its lines are the mistake's.
+            outs = muts[mid][verdict.variant[mid]]
+            errors = {_norm(c.error[1]) for i, c in enumerate(self.cand_obs)
+                      if c.error is not None and outs[i].error is not None}
+            for i, d in enumerate(self.result.diagnostics):
+                if d.id == "exception" and any(e and e in _norm(d.explanation) for e in errors):
+                    self.explained_runner.add(i)
+                    self.findings.add(mid, strength, self.t(f"the tests raised: {d.explanation}",
+                                                            f"测试中抛出了异常：{d.explanation}"), source=list(d.source))
+            for c in self.cand_obs:
+                if c.error is not None and _norm(c.error[1]) in errors:
+                    for ref in _frame_refs(c, self.src):
+                        if all(r.line != ref.line for r in f.source):
+                            f.source.append(ref)
+
+    def from_trace(self) -> None:
+        """Built-in checks on what the child observed: dtype, in-place writes, banned ops,
+        RuntimeWarnings, nondeterminism, memory budget, crash signatures."""
+        if not self.spec:
+            return
+        for p, c, r in zip(self.spec.probes, self.cand_obs, self.ref_obs or [None] * len(self.cand_obs), strict=False):
+            if c.failure is not None and isinstance(c.failure, CandidateBanned):
+                self.findings.add("banned-api", 2, self.t(f"probe '{p.name}': {c.failure.message}",
+                                                          f"探测输入“{p.name}”：{c.failure.message}"),
+                                  params={"api": _api_name(c.failure.message)})
+            if c.error is not None and c.error[0] != "Skipped":
+                mid = classify(c.error[1], self.kata.id, p.params)
+                if mid and self.applies(mid):
+                    refs = _frame_refs(c, self.src)
+                    self.findings.add(mid, 2, self.t(f"probe '{p.name}' raised {c.error[0]}: {c.error[1][:160]}",
+                                                     f"探测输入“{p.name}”抛出 {c.error[0]}：{c.error[1][:160]}"),
+                                      source=refs, probe=p)
+                continue
+            for w in c.warnings:
+                mid = classify(w["message"], self.kata.id, p.params)
+                if mid and self.applies(mid):
+                    line = [SourceRef(w["line"], text=_line(self.src, w["line"]))] if w.get("line") else []
+                    self.findings.add(mid, 2, self.t(f"probe '{p.name}' warned: {w['message'][:120]}",
+                                                     f"探测输入“{p.name}”发出警告：{w['message'][:120]}"),
+                                      source=line, probe=p)
+            if r is not None and r.ok:
+                want, got = output_dtype(r), output_dtype(c)
+                if want and got and want != got and self.applies("dtype-not-preserved"):
+                    self.findings.add("dtype-not-preserved", 2,
+                                      self.t(f"probe '{p.name}': {want} inputs gave a {got} output",
+                                             f"探测输入“{p.name}”：{want} 输入得到了 {got} 输出"),
+                                      params={"in_dtype": want, "out_dtype": got}, probe=p)
+                if self.applies("numpy-float-warning") and self._values_match(c, r):
+                    runtime = [w for w in c.warnings if w["category"] == "RuntimeWarning"]
+                    if runtime:
+                        w = runtime[0]
+                        line = [SourceRef(w["line"], text=_line(self.src, w["line"]))] if w.get("line") else []
+                        self.findings.add("numpy-float-warning", 2,
+                                          self.t(f"probe '{p.name}': right values, but NumPy warned '{w['message']}'",
+                                                 f"探测输入“{p.name}”：数值正确，但 NumPy 警告“{w['message']}”"),
+                                          source=line, params={"warning": w["message"]}, probe=p)
+            if c.mutated and self.applies("input-mutated"):
+                ops = sorted({x["op"] for x in c.trace.get("inplace_on_inputs", [])})
+                which = ", ".join(c.mutated)
+                note = (f" ({', '.join(ops)})" if self.lang == "en" else f"（{', '.join(ops)}）") if ops else ""
+                self.findings.add("input-mutated", 2, self.t(f"probe '{p.name}': {which} changed during the call",
+                                                             f"探测输入“{p.name}”：调用过程中 {which} 被修改"),
+                                  params={"which": which, "op_note": note}, probe=p)
+            if p.repeat and c.ok and not _equal(c.value, c.second) and self.applies("dropout-in-eval"):
+                self.findings.add("dropout-in-eval", 2, self.t(f"probe '{p.name}': two identical calls gave different outputs",
+                                                               f"探测输入“{p.name}”：两次相同的调用得到了不同的输出"), probe=p)
+            if p.budget is not None and c.ok:
+                mid, limit = p.budget
+                largest = c.trace.get("largest", {})
+                if largest.get("elements", 0) >= limit and self.applies(mid):
+                    shape = "x".join(str(s) for s in largest.get("shape", []))
+                    self.findings.add(mid, 2, self.t(
+                        f"probe '{p.name}': largest intermediate {shape} ({largest.get('elements')} elements) from {largest.get('op')}",
+                        f"探测输入“{p.name}”：最大的中间张量 {shape}（{largest.get('elements')} 个元素），来自 {largest.get('op')}"),
+                        params={"elements": largest.get("elements"), "shape": f"({', '.join(str(s) for s in largest.get('shape', []))})",
+                                "op": largest.get("op")}, probe=p)
+
+    def _values_match(self, c: Observed, r: Observed) -> bool:
+        from attnkata.checker.diagnose.behaviour import differs, flatten
+
+        f = flatten(r.value)
+        return c.ok and f is not None and not differs(c, r, f[1].size).any()
+
+    def from_source(self) -> None:
+        """Banned APIs the probes never reached (an import, a branch not taken)."""
+        if "banned-api" in self.findings:
+            return
+        refs = banned_references(self.src)
+        if refs:
+            names = ", ".join(sorted({n for _, n in refs}))
+            f = self.findings.add("banned-api", 1, self.t(f"your file refers to {names} (never reached by the tests)",
+                                                          f"你的文件引用了 {names}（测试中没有执行到）"),
+                                  source=[r for r, _ in refs], params={"api": names})
+            f.data["static_only"] = True
+
+    # -- verdict ---------------------------------------------------------------------------
+    def diagnostics(self) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        for f in sorted(self.findings.values(), key=lambda f: -f.strength):
+            if f.id not in cat.catalogue():
+                continue
+            m = cat.get(f.id)
+            params = cat.derived_params({**(f.probe.params if f.probe else self.base_params), **f.params})
+            data = dict(f.data)
+            if m.grid:
+                data.update(self._grids(f, params))
+            # A kata's mutants module may add pictures of its own (e.g. GQA's head map).
+            extra = getattr(self.spec.module, "finding_data", None) if self.spec else None
+            if extra is not None and self.cand_obs:
+                data.update(extra(f.id, self.spec.probes, self.cand_obs, self.spec.subject) or {})
+            if not f.source:
+                f.source = locate(f.id, self.src)
+            severity = m.severity if f.strength >= 2 else "actionable"
+            out.append(Diagnostic(
+                id=f.id, severity=severity, title=m.render("title", self.lang, params),
+                explanation=m.render("explanation", self.lang, params), fix=m.render("fix", self.lang, params),
+                evidence=f.evidence[:4], source=f.source[:3], link=m.link(self.kata.id, self.lang), data=data))
+        if self.verdict is not None and self.verdict.ambiguous:
+            names = ", ".join(self.verdict.ambiguous)
+            for d in out:
+                if d.id in self.verdict.ambiguous:
+                    d.evidence.append(self.t(f"the probes cannot tell apart: {names}", f"探测输入无法区分：{names}"))
+        if not any(d.is_error for d in out) and self._unexplained_failure():
+            out.append(self._no_match())
+        return out
+
+    def _grids(self, finding: Finding, params: dict[str, Any]) -> dict[str, Any]:
+        """The expected and the candidate's effective mask on a grid probe: the finding's own
+        probe if it is one, else the first grid probe where the candidate differs."""
+        if not self.spec or not self.cand_obs or not self.ref_obs:
+            return {}
+        triples = [(p, c, r) for p, c, r in zip(self.spec.probes, self.cand_obs, self.ref_obs, strict=False)
+                   if p.grid and r.ok]
+        triples.sort(key=lambda t: (t[0] is not finding.probe, _equal(t[1].value, t[2].value) if t[1].ok else False))
+        for p, c, r in triples:
+            want = grid_of(r.value, p.grid or "mask")
+            if want is None:
+                continue
+            data: dict[str, Any] = {"mask_expected": want, "grid_probe": p.name}
+            got = grid_of(c.value, p.grid or "mask") if c.ok else None
+            if got is not None and len(got) == len(want) and all(len(a) == len(b) for a, b in zip(got, want, strict=True)):
+                data["mask_got"] = got
+                counts = [sum(1 for x in row if x) for row in got]
+                params.setdefault("got_keys", max(counts) if counts else 0)
+            return data
+        return {}
+
+    def _unexplained_failure(self) -> bool:
+        failing = [t for t in self.result.tests if t.status not in (PASS, "skip")]
+        if not failing:
+            return False
+        runner_errors = [d for i, d in enumerate(self.result.diagnostics)
+                         if d.is_error and i not in self.explained_runner]
+        return any(t.status not in (ERROR, TIMEOUT) for t in failing) or not runner_errors
+
+    def _no_match(self) -> Diagnostic:
+        m = cat.get(cat.NO_MATCH)
+        closest = ""
+        if self.verdict is not None and self.verdict.closest and self.verdict.closest[1] >= 0.25:
+            mid, share = self.verdict.closest
+            title = cat.get(mid).render("title", self.lang)
+            closest = self.t(f"The closest catalogued mistake, '{title}' ({mid}), reproduces only {share:.0%} of "
+                             "the differences: it may be part of the problem, together with something else.",
+                             f"最接近的已知错误是“{title}”（{mid}），但它只能复现 {share:.0%} 的差异：它可能是问题的一部分，还另有别的问题。")
+        failing = [t for t in self.result.tests if t.status not in (PASS, "skip")]
+        evidence = [self.t(f"failing: {t.id}", f"未通过：{t.id}") for t in failing[:3]]
+        if self.verdict is not None and self.verdict.failing_probes:
+            evidence.append(self.t("the diagnosis probes that differ: ", "输出不同的诊断探测输入：")
+                            + ", ".join(self.verdict.failing_probes[:4]))
+        return Diagnostic(id=m.id, severity=m.severity, title=m.render("title", self.lang),
+                          explanation=m.render("explanation", self.lang, {"closest": closest}).strip(),
+                          fix=m.render("fix", self.lang), evidence=evidence, link=m.link(self.kata.id, self.lang))
+
+    def run(self) -> list[Diagnostic]:
+        self.from_runner()
+        if self.spec is not None and self.result.status != TIMEOUT and self.candidate.load_error is None:
+            self.probe_candidate()
+            self.from_behaviour()
+            self.from_trace()
+        self.from_source()
+        diags = self.diagnostics()
+        mine = {d.id for d in diags}
+        # The runner's generic diagnostics that a catalogued one now explains would only repeat it.
+        self.result.diagnostics[:] = [d for i, d in enumerate(self.result.diagnostics)
+                                      if i not in self.explained_runner and d.id not in mine]
+        return diags
+
+
+def _norm(message: str) -> str:
+    return re.sub(r"\d+", "#", message).strip()[:200]
+
+
+def _api_name(message: str) -> str:
+    for name in ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
+                 "flex_attention", "_native_multi_head_attention", "aten::_scaled_dot_product"):
+        if name in message:
+            return name
+    return message.split(":")[-1].strip()[:80] or "a banned API"
+
+
+def _line(src: Source, line: int | None) -> str:
+    return src.lines[line - 1].strip() if line and 0 < line <= len(src.lines) else ""
+
+
+def _frame_refs(obs: Observed, src: Source) -> list[SourceRef]:
+    frames = obs.failure.frames if obs.failure is not None else []
+    return [SourceRef(line=f["line"], text=_line(src, f["line"]) or f.get("text", "")) for f in frames[-2:]]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    from attnkata.checker.diagnose.behaviour import flatten
+
+    fa, fb = flatten(a), flatten(b)
+    if fa is None or fb is None:
+        return a is b
+    return fa[1].shape == fb[1].shape and bool(((fa[1] == fb[1]) | (fa[1] != fa[1]) & (fb[1] != fb[1])).all())
+
+
+def diagnose(kata: Kata, path: Path, source: str, result: Result, candidate: Candidate, lang: str) -> list[Diagnostic]:
+    return Engine(kata, path, source, result, candidate, lang).run()

@@ -1,0 +1,320 @@
+"""Diagnosis building blocks shared by the module katas (mha, mqa, gqa, mla, perceiver-latent).
+
+- `seeded(cls)`: the reference class with weights drawn like the graders' (`weights.seeded_`)
+  from the seed the probe sets, so logits are O(1) and scale and mask mistakes show (PyTorch's
+  default init gives a nearly uniform softmax that hides them).
+- `Knobs` and `core`: the attention core of every module kata with one knob per catalogued
+  mistake (all knobs at their defaults = the reference); the katas' mutants are the
+  reference modules with one knob turned.
+- `family_variant`: MHA / MQA / GQA mutants (one forward for all three: Hkv = H, 1 or n_kv_heads).
+- `family_probes`: the probes of those three katas.
+- `kv_head_map`: which KV head each query head of a GQA module read, derived from its output
+  (the head map that `kv-repeat-instead-of-interleave` shows).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnkata.checker.diagnose.probes import Probe, strict_mask, with_empty_rows
+from attnkata.checker.probes import randn
+from attnkata.checker.weights import seeded_
+
+INF = float("inf")
+
+
+def seeded(cls: type[nn.Module]) -> type[nn.Module]:
+    """`cls` whose constructor re-initialises every parameter from the seed the diagnosis set
+    just before building the reference (`torch.manual_seed(probe.seed)`), as the graders do."""
+
+    class Seeded(cls):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            seeded_(self, torch.initial_seed())
+
+    Seeded.__name__ = Seeded.__qualname__ = cls.__name__
+    Seeded.__module__ = cls.__module__
+    return Seeded
+
+
+# -- the attention core with its mistakes ---------------------------------------------------
+@dataclass(frozen=True)
+class Knobs:
+    """One field per mistake; the defaults are the reference.
+
+    split: "heads" (view(B, L, H, d).transpose(1, 2)) or "flat" (view(B, H, L, d) straight).
+    merge: "heads" (transpose back, then reshape), "flat" (reshape without the transpose),
+        "view" (transpose, then .view without .contiguous(): raises).
+    out_proj: apply the output projection.
+    kv_order: "interleave" (query head h reads KV head h // g) or "repeat" (h % Hkv).
+    scale: a name the kata's forward maps to a number ("d" = the reference).
+    softmax: "safe" (zeros for an empty row), "torch", "naive" (no max subtraction),
+        "naive-guarded" (no max subtraction, empty rows guarded).
+    dim: the softmax dim.
+    fill: what masked scores are filled with.
+    mask: how the caller's mask is applied: "fill", "flipped" (the caller's mask negated),
+        "flipped-all" (the combined mask negated), "ignored" (the caller's mask dropped),
+        "ignored-all" (no mask at all), "after" (the combined mask multiplies the softmax
+        output), "added" (the boolean mask added to the scores), "add-big" (-1e9 added where
+        masked), "transposed" (the caller's mask read as [key, query]).
+    causal: the allowed part with is_causal: "tril" (j <= i), "tril-1" (j < i), "tril+1"
+        (j <= i + 1), "triu+1" (j > i), "triu" (j >= i).
+    """
+
+    split: str = "heads"
+    merge: str = "heads"
+    out_proj: bool = True
+    kv_order: str = "interleave"
+    scale: str = "d"
+    softmax: str = "safe"
+    dim: int = -1
+    fill: float = -INF
+    mask: str = "fill"
+    causal: str = "tril"
+
+    def label(self) -> str:
+        changed = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                   if getattr(self, f.name) != f.default]
+        return ", ".join(changed) or "reference"
+
+
+def causal_allowed(L: int, S: int, how: str, device: torch.device) -> torch.Tensor:
+    """The "may attend" part of an (L, S) causal mask, bottom-right aligned, in one of the
+    spellings of `Knobs.causal`."""
+    ones = torch.ones(L, S, dtype=torch.bool, device=device)
+    offset = S - L
+    return {
+        "tril": lambda: ones.tril(offset),
+        "tril-1": lambda: ones.tril(offset - 1),
+        "tril+1": lambda: ones.tril(offset + 1),
+        "triu+1": lambda: ones.triu(offset + 1),
+        "triu": lambda: ones.triu(offset),
+    }[how]()
+
+
+def _and(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    if a is None:
+        return b
+    return a if b is None else a & b
+
+
+def softmax(scores: torch.Tensor, how: str, dim: int) -> torch.Tensor:
+    if how == "torch":
+        return torch.softmax(scores, dim=dim)
+    if how == "safe":
+        row_max = scores.amax(dim=dim, keepdim=True)
+        row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+        weights = torch.exp(scores - row_max)
+    else:
+        weights = torch.exp(scores)
+    denom = weights.sum(dim=dim, keepdim=True)
+    if how in ("safe", "naive-guarded"):
+        denom = torch.where(denom > 0, denom, torch.ones_like(denom))
+    return weights / denom
+
+
+def core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, attn_mask: torch.Tensor | None,
+         causal: torch.Tensor | None, knobs: Knobs) -> torch.Tensor:
+    """softmax(q @ k^T * scale, masked) @ v with the knobs' mistakes.
+
+    attn_mask: the caller's "may attend" mask, broadcastable to the scores; causal: the
+    causal "may attend" part (already in the knobs' spelling) or None."""
+    scores = (q @ k.transpose(-2, -1)) * scale
+    mode = knobs.mask
+    if mode == "flipped" and attn_mask is not None:
+        attn_mask = ~attn_mask
+    elif mode == "transposed" and attn_mask is not None and attn_mask.dim() >= 2:
+        attn_mask = attn_mask.transpose(-2, -1)
+    elif mode == "ignored":
+        attn_mask = None
+    allowed = _and(attn_mask, causal)
+    if allowed is not None:
+        if mode == "flipped-all":
+            scores = scores.masked_fill(allowed, knobs.fill)
+        elif mode == "added":
+            scores = scores + allowed
+        elif mode == "add-big":
+            scores = scores + (~allowed).to(scores.dtype) * -1e9
+        elif mode in ("fill", "flipped", "transposed", "ignored"):
+            scores = scores.masked_fill(~allowed, knobs.fill)
+    weights = softmax(scores, knobs.softmax, knobs.dim)
+    if mode == "after" and allowed is not None:
+        weights = weights * allowed
+    return weights @ v
+
+
+def split_heads(t: torch.Tensor, B: int, L: int, heads: int, d: int, how: str) -> torch.Tensor:
+    """(B, L, heads * d) -> (B, heads, L, d)."""
+    if how == "flat":
+        return t.view(B, heads, L, d)
+    return t.view(B, L, heads, d).transpose(1, 2)
+
+
+def merge_heads(y: torch.Tensor, B: int, L: int, how: str) -> torch.Tensor:
+    """(B, heads, L, d) -> (B, L, heads * d)."""
+    width = y.shape[1] * y.shape[-1]
+    if how == "flat":
+        return y.reshape(B, L, width)
+    if how == "view":
+        return y.transpose(1, 2).view(B, L, width)
+    return y.transpose(1, 2).reshape(B, L, width)
+
+
+def expand_kv(t: torch.Tensor, heads: int, how: str) -> torch.Tensor:
+    """(B, Hkv, S, d) -> (B, heads, S, d) in the knob's head order."""
+    g = heads // t.shape[1]
+    if g == 1:
+        return t
+    return t.repeat(1, g, 1, 1) if how == "repeat" else t.repeat_interleave(g, dim=1)
+
+
+# -- MHA / MQA / GQA ----------------------------------------------------------------------------
+def family_forward(m: nn.Module, kv_heads: int, knobs: Knobs, x: torch.Tensor,
+                   attn_mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
+    """The forward of reference/{mha,mqa,gqa}.py (H query heads, `kv_heads` KV heads) with the
+    knobs' mistakes; `m` holds the reference's layers."""
+    B, L, _ = x.shape
+    H, d = m.n_heads, m.head_dim
+    q = split_heads(m.q_proj(x), B, L, H, d, knobs.split)
+    k = split_heads(m.k_proj(x), B, L, kv_heads, d, knobs.split)
+    v = split_heads(m.v_proj(x), B, L, kv_heads, d, knobs.split)
+    k, v = expand_kv(k, H, knobs.kv_order), expand_kv(v, H, knobs.kv_order)
+    scale = {"d": 1 / math.sqrt(d), "D": 1 / math.sqrt(H * d), "none": 1.0, "not-sqrt": 1 / d,
+             "inverted": math.sqrt(d)}[knobs.scale]
+    causal = causal_allowed(L, L, knobs.causal, x.device) if is_causal else None
+    y = core(q, k, v, scale, attn_mask, causal, knobs)
+    y = merge_heads(y, B, L, knobs.merge)
+    return m.o_proj(y) if knobs.out_proj else y
+
+
+def family_variant(base: type[nn.Module], kv_heads: Any, **changes: Any) -> type[nn.Module]:
+    """A subclass of the reference class `base` whose forward has the given knobs turned.
+    `kv_heads(module)` is its number of KV heads."""
+    knobs = replace(Knobs(), **changes)
+
+    class Variant(base):  # type: ignore[valid-type, misc]
+        def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None,
+                    is_causal: bool = False) -> torch.Tensor:
+            return family_forward(self, kv_heads(self), knobs, x, attn_mask, is_causal)
+
+    Variant.__name__ = Variant.__qualname__ = f"{base.__name__}[{knobs.label()}]"
+    return Variant
+
+
+# The mistakes every MHA-like kata shares, as knob settings (several spellings per mistake
+# where candidates write it in ways that behave differently).
+FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
+    "split-heads-without-transpose": [{"split": "flat"}],
+    "merge-heads-without-transpose": [{"merge": "flat"}],
+    "missing-contiguous": [{"merge": "view"}],
+    "missing-output-projection": [{"out_proj": False}],
+    "scale-by-d-model": [{"scale": "D"}],
+    "missing-scale": [{"scale": "none"}],
+    "scale-not-sqrt": [{"scale": "not-sqrt"}],
+    "scale-inverted": [{"scale": "inverted"}],
+    "softmax-wrong-dim": [{"dim": dim, "softmax": how} for dim in (-2, 1) for how in ("torch", "safe")],
+    "unstable-softmax": [{"softmax": "naive"}, {"softmax": "naive-guarded"}],
+    "causal-mask-inverted": [{"causal": "triu+1"}, {"causal": "triu"}],
+    "causal-mask-excludes-diagonal": [{"causal": "tril-1"}],
+    "causal-mask-leaks-future": [{"causal": "tril+1"}],
+    "mask-polarity-flipped": [{"mask": "flipped"}, {"mask": "flipped-all"},
+                              {"mask": "flipped", "softmax": "torch"}, {"mask": "flipped-all", "softmax": "torch"}],
+    "mask-ignored": [{"mask": "ignored"}, {"mask": "ignored-all"}],
+    "mask-added-as-float": [{"mask": "added"}, {"mask": "added", "softmax": "torch"}],
+    "mask-applied-after-softmax": [{"mask": "after", "softmax": "torch"}],
+    "fully-masked-row-nan": [{"softmax": "torch"}],
+    "fully-masked-row-uniform": [{"fill": -1e9, "softmax": "torch"}, {"mask": "add-big", "softmax": "torch"}],
+    "padding-mask-wrong-axis": [{"mask": "transposed"}],
+}
+
+
+def family_mutants(base: type[nn.Module], kv_heads: Any, extra: dict[str, list[dict[str, Any]]] | None = None,
+                   skip: tuple[str, ...] = ()) -> dict[str, list[type[nn.Module]]]:
+    table = {**FAMILY_MISTAKES, **(extra or {})}
+    return {mid: [family_variant(base, kv_heads, **knobs) for knobs in variants]
+            for mid, variants in table.items() if mid not in skip}
+
+
+def family_probes(entry: str, *, B: int, L: int, H: int, d: int, Hkv: int | None = None,
+                  init: tuple[tuple, dict[str, Any]]) -> list[Probe]:
+    """Probes of the self-attention modules: x (B, L, D) with the masks the contract allows.
+
+    Every mask keeps at least one key and hides at least one in each row (no accidental
+    empty rows, except in the probe made for them); with is_causal the caller's mask keeps
+    the diagonal, so combining the two never empties a row either."""
+    D = H * d
+    sizes: dict[str, Any] = {"B": B, "L": L, "S": L, "H": H, "d": d, "D": D}
+    if Hkv is not None:
+        sizes["Hkv"] = Hkv
+
+    def x(seed: int, scale: float = 1.0) -> tuple[torch.Tensor]:
+        return (randn(B, L, D, seed=seed, scale=scale),)
+
+    def probe(name: str, args: tuple, kwargs: dict[str, Any] | None = None, **more: Any) -> Probe:
+        return Probe(name, entry, args, kwargs or {}, params=sizes, init=init, seed=more.pop("seed", 7), **more)
+
+    mask = strict_mask(B, 1, L, L, seed=301)
+    with_diag = strict_mask(B, 1, L, L, seed=302) | torch.eye(L, dtype=torch.bool)
+    lengths = torch.tensor([L - 2 - (b % (L - 2)) for b in range(B)])
+    padding = (torch.arange(L)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, L)
+    empty = with_empty_rows(strict_mask(B, 1, L, L, seed=303), [(0, 0, 1), (B - 1, 0, L - 1)])
+    flat = strict_mask(L, L, seed=304)
+    return [
+        probe("no mask", x(401), repeat=True),
+        probe("attn_mask (B, 1, L, L)", x(402), {"attn_mask": mask}),
+        probe("padding mask (B, 1, 1, L)", x(403), {"attn_mask": padding}),
+        probe("attn_mask (L, L)", x(404), {"attn_mask": flat}),
+        probe("is_causal", x(405), {"is_causal": True}),
+        probe("attn_mask and is_causal", x(406), {"attn_mask": with_diag, "is_causal": True}),
+        probe("fully masked rows", x(407), {"attn_mask": empty}),
+        probe("large logits (x * 40)", x(408, scale=40.0), {"attn_mask": mask}),
+        probe("float32, attn_mask and is_causal", tuple(t.float() for t in x(409)),
+              {"attn_mask": with_diag, "is_causal": True}, dtype=torch.float32),
+        probe("other weights, padding mask and is_causal", x(410), {"attn_mask": padding, "is_causal": True},
+              seed=8),
+    ]
+
+
+# -- GQA head map ---------------------------------------------------------------------------------
+def kv_head_map(reference: nn.Module, x: torch.Tensor, out: Any) -> list[int | str] | None:
+    """Which KV head each query head of a GQA module read, from its output `out` on `x`
+    (no mask) with `reference`'s weights: o_proj is square, so the merged per-head results
+    come back exactly; each head's result is compared with its attention over every KV head.
+    "?" where no KV head reproduces a head's result (another mistake in the way)."""
+    if not isinstance(out, torch.Tensor) or out.dim() != 3:
+        return None
+    H, Hkv, d = reference.n_heads, reference.n_kv_heads, reference.head_dim
+    w_o = reference.o_proj.weight.detach().double()
+    if w_o.shape[0] != w_o.shape[1] or tuple(out.shape) != (*x.shape[:2], w_o.shape[0]):
+        return None
+    B, L, _ = x.shape
+    with torch.no_grad():
+        x64 = x.double()
+        y = out.detach().double()
+        if reference.o_proj.bias is not None:
+            y = y - reference.o_proj.bias.detach().double()
+        merged = torch.linalg.solve(w_o, y.reshape(-1, w_o.shape[0]).T).T.reshape(B, L, H, d)
+        ref = {n: p.detach().double() for n, p in reference.state_dict().items()}
+
+        def proj(name: str, heads: int) -> torch.Tensor:
+            t = x64 @ ref[f"{name}.weight"].T + (ref[f"{name}.bias"] if f"{name}.bias" in ref else 0)
+            return t.view(B, L, heads, d).transpose(1, 2)
+
+        q, k, v = proj("q_proj", H), proj("k_proj", Hkv), proj("v_proj", Hkv)
+        got: list[int | str] = []
+        for h in range(H):
+            head = merged[:, :, h]  # (B, L, d)
+            best, best_err = None, INF
+            for j in range(Hkv):
+                w = torch.softmax(q[:, h] @ k[:, j].transpose(-2, -1) / math.sqrt(d), dim=-1)
+                att = w @ v[:, j]
+                err = float((head - att).abs().max() / att.abs().max().clamp_min(1e-12))
+                if err < best_err:
+                    best, best_err = j, err
+            got.append(best if best_err < 1e-4 else "?")
+    return got

@@ -1,0 +1,191 @@
+"""Running one probe on the candidate (in its child), the reference and the mutants (both
+in this process: they are ours and trusted), with the same observations for all three.
+
+Function katas call `entry(*args, **kwargs)`. Module katas construct `entry(*init)` with
+the reference's weights (seeded by the probe), then call it; a mutants module can override
+how a mutant module gets its weights with `load_mutant(mutant, reference)`.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.proxy import Candidate, CandidateFailure, RemoteModule
+
+
+@dataclass
+class Observed:
+    """What one call produced: a value or an error, plus what the child saw on the way."""
+
+    value: Any = None
+    error: tuple[str, str] | None = None  # (exception type, message)
+    failure: CandidateFailure | None = None  # the candidate's own failure object (lines, kind)
+    mutated: list[str] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    trace: dict[str, Any] = field(default_factory=dict)
+    second: Any = None  # the value of a repeated call (probe.repeat)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _clone(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple | list):
+        return type(x)(_clone(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _clone(v) for k, v in x.items()}
+    return x
+
+
+def _same_input(before: Any, after: Any) -> bool:
+    if isinstance(before, torch.Tensor):
+        return torch.equal(before, after.detach()) or bool(
+            ((before == after.detach()) | (before.isnan() & after.detach().isnan())).all())
+    if isinstance(before, np.ndarray):
+        return np.array_equal(before, after, equal_nan=before.dtype.kind == "f")
+    return True
+
+
+def call_local(fn: Any, probe: Probe) -> Observed:
+    """Call a trusted callable (reference or mutant) on fresh copies of the probe's inputs."""
+    args, kwargs = list(_clone(probe.args)), _clone(probe.kwargs)
+    pristine = _clone((args, kwargs))
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if probe.grad is not None:
+                wrt, grad_output = probe.grad
+                for i in wrt:
+                    args[i] = args[i].detach().clone().requires_grad_(True)
+                out = fn(*args, **kwargs)
+                (out * grad_output).sum().backward()
+                value: Any = tuple(args[i].grad for i in wrt)
+            else:
+                with torch.no_grad():
+                    value = fn(*args, **kwargs)
+            second = None
+            if probe.repeat:
+                with torch.no_grad():
+                    second = fn(*_clone(probe.args), **_clone(probe.kwargs))
+        except Exception as exc:  # noqa: BLE001 - a mutant that raises is an observation
+            return Observed(error=(type(exc).__name__, str(exc)))
+    mutated = [f"argument {i}" for i, (b, a) in enumerate(zip(pristine[0], args, strict=True))
+               if probe.grad is None and not _same_input(b, a)]
+    mutated += [f"argument {k!r}" for k, b in pristine[1].items() if not _same_input(b, kwargs[k])]
+    return Observed(value=value, mutated=mutated, second=second, seconds=time.perf_counter() - t0,
+                    warnings=[{"category": w.category.__name__, "message": str(w.message)[:300], "line": None}
+                              for w in caught])
+
+
+class FunctionSubject:
+    """A function kata: the entry points are top-level functions."""
+
+    def __init__(self, reference: Any) -> None:
+        self.reference = reference
+
+    def reference_call(self, probe: Probe) -> Observed:
+        return call_local(getattr(self.reference, probe.entry), probe)
+
+    def mutant_call(self, mutant: dict[str, Any], probe: Probe) -> Observed:
+        return call_local(mutant.get(probe.entry) or getattr(self.reference, probe.entry), probe)
+
+    def candidate_call(self, candidate: Candidate, probe: Probe) -> Observed:
+        try:
+            if probe.grad is not None:
+                wrt, grad_output = probe.grad
+                out = candidate.call(probe.entry, probe.args, probe.kwargs, grad_wrt=wrt, grad_output=grad_output)
+                value: Any = tuple(out.grads)
+            else:
+                out = candidate.call(probe.entry, probe.args, probe.kwargs)
+                value = out.value
+            second = candidate.call(probe.entry, probe.args, probe.kwargs).value if probe.repeat else None
+        except CandidateFailure as exc:
+            return Observed(error=(exc.exc_type or type(exc).__name__, exc.exc_message or exc.message), failure=exc)
+        return Observed(value=value, mutated=out.mutated, warnings=out.warnings, trace=out.trace,
+                        second=second, seconds=out.seconds)
+
+
+class ModuleSubject:
+    """A module kata: `entry` is an nn.Module class built with `probe.init` and the
+    reference's weights. `load_mutant(mutant, reference)` (optional, from the mutants module)
+    copies weights into a mutant whose parameters differ from the reference's."""
+
+    def __init__(self, reference: Any, load_mutant: Any = None) -> None:
+        self.reference = reference
+        self.load_mutant = load_mutant
+        self._refs: dict[tuple, torch.nn.Module] = {}
+        self._remote: dict[tuple, RemoteModule] = {}
+
+    def _key(self, probe: Probe) -> tuple:
+        init_args, init_kwargs = probe.init or ((), {})
+        return (probe.entry, repr(init_args), repr(sorted(init_kwargs.items())), probe.seed, str(probe.dtype))
+
+    def reference_module(self, probe: Probe) -> torch.nn.Module:
+        key = self._key(probe)
+        if key not in self._refs:
+            init_args, init_kwargs = probe.init or ((), {})
+            torch.manual_seed(probe.seed)
+            module = getattr(self.reference, probe.entry)(*init_args, **init_kwargs)
+            self._refs[key] = module.to(probe.dtype).eval()
+        return self._refs[key]
+
+    def reference_call(self, probe: Probe) -> Observed:
+        return call_local(self.reference_module(probe), probe)
+
+    def mutant_call(self, mutant: dict[str, Any], probe: Probe) -> Observed:
+        cls = mutant.get(probe.entry)
+        if cls is None:
+            return self.reference_call(probe)
+        reference = self.reference_module(probe)
+        init_args, init_kwargs = probe.init or ((), {})
+        try:
+            torch.manual_seed(probe.seed)
+            module = cls(*init_args, **init_kwargs).to(probe.dtype).eval()
+            if self.load_mutant is not None:
+                self.load_mutant(module, reference)
+            else:
+                module.load_state_dict(copy.deepcopy(reference.state_dict()))
+        except Exception as exc:  # noqa: BLE001 - e.g. a mutant sized differently
+            return Observed(error=(type(exc).__name__, str(exc)))
+        return call_local(module, probe)
+
+    def candidate_call(self, candidate: Candidate, probe: Probe) -> Observed:
+        from attnkata.checker.weights import load_reference_weights
+
+        key = self._key(probe)
+        try:
+            remote = self._remote.get(key)
+            if remote is None or remote.generation != candidate.generation:
+                init_args, init_kwargs = probe.init or ((), {})
+                remote = candidate.new(probe.entry, init_args, init_kwargs).to(probe.dtype)
+                load_reference_weights(remote, self.reference_module(probe), case=probe.name)
+                self._remote[key] = remote
+            if probe.grad is not None:
+                wrt, grad_output = probe.grad
+                out = remote.call(probe.args, probe.kwargs, grad_wrt=wrt, grad_output=grad_output)
+                value: Any = tuple(out.grads)
+            else:
+                out = remote.call(probe.args, probe.kwargs)
+                value = out.value
+            second = remote.call(probe.args, probe.kwargs).value if probe.repeat else None
+        except CandidateFailure as exc:
+            return Observed(error=(exc.exc_type or type(exc).__name__, exc.exc_message or exc.message), failure=exc)
+        except AssertionError as exc:  # the weights did not fit the candidate's module
+            return Observed(error=("AssertionError", str(exc)))
+        return Observed(value=value, mutated=out.mutated, warnings=out.warnings, trace=out.trace,
+                        second=second, seconds=out.seconds)

@@ -1,0 +1,437 @@
+"""What `kata set grade` writes: a CSV gradebook, a JSON of every result, one Markdown feedback
+file per student, and a self-contained HTML class report (score distribution, pass rate per
+kata, the class-wide mistake histogram). Everything here reads `ClassResults` only; nothing
+shows hidden test code or the reference."""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+from attnkata.checker.models import SEVERITIES
+from attnkata.checker.sets.grade import MISSING, ClassResults, Entry
+
+COUNTED_SEVERITIES = ("essential", "actionable")  # what counts as a mistake in the histogram
+MAX_FEEDBACK_DIAGNOSTICS = 3
+MAX_FEEDBACK_TESTS = 8
+
+L10N = {
+    "en": {
+        "report": "Class report", "graded": "Graded", "students": "Students", "katas": "Katas",
+        "submissions": "Submissions graded", "mean": "Mean score", "median": "Median score",
+        "distribution": "Score distribution", "per_kata": "Pass rate per kata", "kata": "Kata",
+        "submitted": "Submitted", "passed": "Passed", "pass_rate": "Pass rate", "mean_points": "Mean points",
+        "missing": "Missing", "late": "Late", "timeouts": "Timeouts", "errors": "Errors",
+        "mistakes": "Most common mistakes", "mistake": "Mistake", "share": "Share", "who": "Students",
+        "no_mistakes": "No mistakes were diagnosed.", "student": "Student", "total": "Total",
+        "percent": "Percent", "notes": "Notes", "config": "Grading configuration",
+        "weights": "Tier weights", "limits": "Limits", "deadline": "Deadline", "penalty": "Late penalty",
+        "none": "none", "of": "of", "in": "in", "per_call": "per call", "per_submission": "per submission",
+        "count": "students",
+        # feedback
+        "feedback": "Feedback", "score": "Score", "status": "Status", "tier": "Tier", "tests_passed": "Tests passed",
+        "what_went_wrong": "What went wrong", "fix": "Fix", "your_code": "Your code", "line": "line",
+        "failed_tests": "Failed tests", "missing_file": "No file was handed in for this kata.",
+        "late_note": "Handed in late", "all_pass": "All required tests pass. Well done!",
+        "statuses": {"pass": "pass", "fail": "fail", "error": "error", "timeout": "timeout", "missing": "missing"},
+        "more_tests": "... and {n} more",
+    },
+    "zh": {
+        "report": "班级报告", "graded": "评测时间", "students": "学生数", "katas": "题目数",
+        "submissions": "已评测提交", "mean": "平均分", "median": "中位数",
+        "distribution": "分数分布", "per_kata": "各题通过率", "kata": "题目",
+        "submitted": "已提交", "passed": "通过", "pass_rate": "通过率", "mean_points": "平均得分",
+        "missing": "缺交", "late": "迟交", "timeouts": "超时", "errors": "出错",
+        "mistakes": "最常见的错误", "mistake": "错误", "share": "占比", "who": "学生",
+        "no_mistakes": "没有诊断出错误。", "student": "学生", "total": "总分",
+        "percent": "百分比", "notes": "备注", "config": "评分配置",
+        "weights": "层级权重", "limits": "限制", "deadline": "截止时间", "penalty": "迟交扣分",
+        "none": "无", "of": "/", "in": "出现在", "per_call": "每次调用", "per_submission": "每份提交",
+        "count": "人",
+        "feedback": "反馈", "score": "得分", "status": "状态", "tier": "层级", "tests_passed": "通过的测试",
+        "what_went_wrong": "问题诊断", "fix": "修改建议", "your_code": "你的代码", "line": "第",
+        "failed_tests": "未通过的测试", "missing_file": "这道题没有提交文件。",
+        "late_note": "迟交", "all_pass": "所有必需测试均已通过，做得好！",
+        "statuses": {"pass": "通过", "fail": "未通过", "error": "出错", "timeout": "超时", "missing": "缺交"},
+        "more_tests": "……还有 {n} 个",
+    },
+}
+
+
+def _t(cr: ClassResults) -> dict[str, Any]:
+    return L10N.get(cr.lang, L10N["en"])
+
+
+def percent(cr: ClassResults, student: str) -> float:
+    m = cr.manifest.max_points
+    return round(100.0 * cr.total(student) / m, 2) if m else 0.0
+
+
+# -- summaries -----------------------------------------------------------------------------
+def kata_stats(cr: ClassResults) -> list[dict[str, Any]]:
+    rows = []
+    for k in cr.manifest.katas:
+        es = [cr.entry(s, k.id) for s in cr.students]
+        n = len(es)
+        submitted = [e for e in es if e.status != MISSING]
+        passed = sum(e.status == "pass" for e in es)
+        rows.append({
+            "kata": k.id, "title": k.title, "students": n, "submitted": len(submitted), "passed": passed,
+            "pass_rate": round(passed / n, 4) if n else 0.0,
+            "mean_score": round(statistics.fmean(e.score for e in es), 3) if es else 0.0,
+            "points": cr.manifest.points(k.id),
+            "missing": n - len(submitted), "late": sum(e.late for e in es),
+            "timeouts": sum(e.status == "timeout" for e in es), "errors": sum(e.status == "error" for e in es),
+        })
+    return rows
+
+
+def mistake_histogram(cr: ClassResults) -> list[dict[str, Any]]:
+    """Per kata and diagnosis id: how many of the graded submissions show it (each student
+    counted once), most common first."""
+    rows = []
+    for k in cr.manifest.katas:
+        graded = [cr.entry(s, k.id) for s in cr.students if cr.entry(s, k.id).result is not None]
+        counts: dict[str, dict[str, Any]] = {}
+        for e in graded:
+            seen = set()
+            for d in (e.result or {}).get("diagnostics", []):
+                if d.get("severity") not in COUNTED_SEVERITIES or d["id"] in seen:
+                    continue
+                seen.add(d["id"])
+                c = counts.setdefault(d["id"], {"title": d.get("title") or d["id"], "students": []})
+                c["students"].append(e.student)
+        for mid, c in counts.items():
+            n = len(graded)
+            rows.append({"kata": k.id, "id": mid, "title": c["title"], "count": len(c["students"]), "of": n,
+                         "share": round(len(c["students"]) / n, 4) if n else 0.0, "students": c["students"]})
+    rows.sort(key=lambda r: (-r["share"], -r["count"], r["kata"], r["id"]))
+    return rows
+
+
+def mistake_sentence(row: dict[str, Any], lang: str = "en") -> str:
+    """`40% (2 of 5) in sdpa: Time limit exceeded [timeout]`."""
+    t = L10N.get(lang, L10N["en"])
+    return (f"{row['share']:.0%} ({row['count']} {t['of']} {row['of']}) {t['in']} {row['kata']}: "
+            f"{row['title']} [{row['id']}]")
+
+
+def distribution(cr: ClassResults, bins: int = 10) -> list[int]:
+    counts = [0] * bins
+    for s in cr.students:
+        counts[min(int(percent(cr, s) // (100 / bins)), bins - 1)] += 1
+    return counts
+
+
+# -- CSV -----------------------------------------------------------------------------------
+def _cell(text: str) -> str:
+    # A spreadsheet runs a cell starting with = + - @ as a formula: student-chosen folder
+    # names must stay text.
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def write_csv(cr: ClassResults, path: Path) -> Path:
+    ids = cr.manifest.kata_ids
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["student", *ids, "total", "max", "percent", *[f"{k} status" for k in ids], "late", "missing"])
+        for s in cr.students:
+            es = [cr.entry(s, k) for k in ids]
+            w.writerow([_cell(s), *[f"{e.score:g}" for e in es], f"{cr.total(s):g}", f"{cr.manifest.max_points:g}",
+                        f"{percent(cr, s):g}", *[e.status for e in es],
+                        " ".join(e.kata for e in es if e.late), " ".join(e.kata for e in es if e.status == MISSING)])
+    return path
+
+
+# -- JSON ----------------------------------------------------------------------------------
+def to_json(cr: ClassResults) -> dict[str, Any]:
+    m = cr.manifest
+    return {
+        "format": 1,
+        "set": {"title": m.title, "katas": [{"id": k.id, "title": k.title, "hash": k.hash, "version": k.version,
+                                             "points": m.points(k.id)} for k in m.katas],
+                "grading": {"tier_weights": m.grading.tier_weights, "due": m.grading.due}},
+        "graded_at": cr.graded_at, "lang": cr.lang, "stats": cr.stats, "warnings": cr.warnings,
+        "students": [
+            {"student": s, "total": cr.total(s), "max": m.max_points, "percent": percent(cr, s),
+             "katas": {k: {f: getattr(cr.entry(s, k), f) for f in
+                           ("status", "score", "points", "late", "path", "sha256", "notes", "reused", "seconds",
+                            "result")} for k in m.kata_ids}}
+            for s in cr.students
+        ],
+        "katas": kata_stats(cr),
+        "mistakes": mistake_histogram(cr),
+    }
+
+
+def write_json(cr: ClassResults, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_json(cr), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+# -- Markdown feedback ---------------------------------------------------------------------
+def _fence(text: str, lang: str = "") -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _inline(text: str) -> str:
+    """One line of untrusted text, safe inside Markdown prose (no HTML, no broken layout)."""
+    return html.escape(" ".join(str(text).split()), quote=False)
+
+
+def _source_lines(path: str | None) -> list[str]:
+    if not path:
+        return []
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _ordered(diags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Most severe first, one per id (a timeout repeated by every later test says nothing new)."""
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    seen: set[str] = set()
+    out = []
+    for d in sorted(diags, key=lambda d: rank.get(d.get("severity", ""), 9)):
+        if d["id"] not in seen:
+            seen.add(d["id"])
+            out.append(d)
+    return out
+
+
+def feedback_markdown(cr: ClassResults, student: str) -> str:
+    t = _t(cr)
+    m = cr.manifest
+    out = [f"# {t['feedback']}: {_inline(student)}", "", f"**{_inline(m.title)}**", "",
+           f"{t['total']}: **{cr.total(student):g} / {m.max_points:g}** ({percent(cr, student):g}%)", ""]
+    for k in m.katas:
+        e = cr.entry(student, k.id)
+        status = t["statuses"].get(e.status, e.status)
+        out += [f"## {k.title.get(cr.lang, k.title['en'])} (`{k.id}`)", "",
+                f"{t['status']}: **{status}** · {t['score']}: **{e.score:g} / {e.points:g}**"
+                + (f" · {t['late_note']}" if e.late else ""), ""]
+        for note in e.notes:
+            out.append(f"- {_inline(note)}")
+        if e.notes:
+            out.append("")
+        if e.status == MISSING:
+            out += [t["missing_file"], ""]
+            continue
+        result = e.result or {}
+        tests = result.get("tests", [])
+        if tests:
+            from attnkata.checker.sets.manifest import tier_fractions
+
+            out += [f"| {t['tier']} | {t['tests_passed']} |", "|---|---|"]
+            out += [f"| {tier} | {p}/{n} |" for tier, (p, n) in tier_fractions(tests).items()]
+            out.append("")
+        diags = _ordered(result.get("diagnostics", []))[:MAX_FEEDBACK_DIAGNOSTICS]
+        if diags:
+            lines = _source_lines(e.path)
+            out += [f"### {t['what_went_wrong']}", ""]
+            for d in diags:
+                out.append(f"**{_inline(d.get('title', d['id']))}** (`{d['id']}`, {d.get('severity', '')})")
+                out.append("")
+                if d.get("explanation"):
+                    out += [_inline(d["explanation"]), ""]
+                if d.get("fix"):
+                    out += [f"*{t['fix']}:* {_inline(d['fix'])}", ""]
+                for ref in d.get("source", [])[:3]:
+                    lo, hi = ref["line"], ref.get("end_line") or ref["line"]
+                    if lines and 0 < lo <= len(lines):
+                        snippet = "\n".join(f"{n:>4} | {lines[n - 1]}" for n in range(lo, min(hi, lo + 7, len(lines)) + 1))
+                    elif ref.get("text"):
+                        snippet = f"{lo:>4} | {ref['text']}"
+                    else:
+                        continue
+                    out += [f"{t['your_code']} ({t['line']} {lo}):", "", _fence(snippet), ""]
+        failed = [x for x in tests if x["status"] not in ("pass", "skip")]
+        if failed:
+            out += [f"### {t['failed_tests']}", ""]
+            for x in failed[:MAX_FEEDBACK_TESTS]:
+                msg = _inline(x.get("message", ""))[:300]
+                out.append(f"- `{x['id']}` ({x['tier']}, {t['statuses'].get(x['status'], x['status'])})"
+                           + (f": {msg}" if msg else ""))
+            if len(failed) > MAX_FEEDBACK_TESTS:
+                out.append(f"- {t['more_tests'].format(n=len(failed) - MAX_FEEDBACK_TESTS)}")
+            out.append("")
+        elif e.status == "pass":
+            out += [t["all_pass"], ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def safe_name(student: str) -> str:
+    name = re.sub(r"[^\w.@+-]+", "_", student, flags=re.UNICODE).strip("._") or "student"
+    return name[:120]
+
+
+def write_feedback(cr: ClassResults, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written, used = [], set()
+    for s in cr.students:
+        name = safe_name(s)
+        while name in used:
+            name += "_"
+        used.add(name)
+        p = folder / f"{name}.md"
+        p.write_text(feedback_markdown(cr, s), encoding="utf-8")
+        written.append(p)
+    return written
+
+
+# -- HTML class report -----------------------------------------------------------------------
+CSS = """
+:root { --ink:#1d2330; --muted:#5d6675; --rule:#d5d9e0; --accent:#2457c5; --pass:#1f8a4c; --fail:#c23b3b;
+        --warn:#b7791f; --bg:#f7f8fa; }
+* { box-sizing: border-box; }
+body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "PingFang SC",
+       "Microsoft YaHei", Helvetica, Arial, sans-serif; color: var(--ink); margin: 0; background: #fff; }
+main { max-width: 1080px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 28px 0 8px; }
+.meta { color: var(--muted); margin: 0 0 14px; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 14px 0; }
+.card { background: var(--bg); border: 1px solid var(--rule); border-radius: 8px; padding: 10px 14px; min-width: 150px; }
+.card .v { font-size: 24px; font-weight: 600; } .card .k { color: var(--muted); font-size: 12px; }
+table { border-collapse: collapse; width: 100%; margin: 8px 0 16px; }
+th, td { border-bottom: 1px solid var(--rule); padding: 5px 8px; text-align: left; vertical-align: top; }
+th { background: var(--bg); font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+.bar { background: #e7ebf2; border-radius: 3px; height: 10px; width: 140px; display: inline-block; vertical-align: middle; }
+.bar > span { display: block; height: 100%; border-radius: 3px; background: var(--accent); }
+.s-pass { color: var(--pass); } .s-fail, .s-error { color: var(--fail); } .s-timeout { color: var(--warn); }
+.s-missing { color: var(--muted); }
+code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; }
+svg text { font-family: inherit; }
+@page { size: A4; margin: 14mm; }
+@media print { main { max-width: none; padding: 0; } table, .cards, svg { break-inside: avoid; }
+  h2 { break-after: avoid; } }
+"""
+
+
+def _bar(share: float) -> str:
+    return f"<span class=\"bar\"><span style=\"width:{max(0.0, min(1.0, share)) * 100:.1f}%\"></span></span>"
+
+
+def _histogram_svg(counts: list[int], label: str) -> str:
+    width, height, pad = 640, 220, 30
+    n = len(counts)
+    top = max(counts) or 1
+    bw = (width - 2 * pad) / n
+    parts = [f"<svg role=\"img\" aria-label=\"{html.escape(label)}\" width=\"{width}\" height=\"{height}\" "
+             f"viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">"]
+    parts.append(f"<line x1=\"{pad}\" y1=\"{height - pad}\" x2=\"{width - pad}\" y2=\"{height - pad}\" stroke=\"#999\"/>")
+    for i, c in enumerate(counts):
+        h = (height - 2 * pad - 14) * c / top
+        x = pad + i * bw
+        y = height - pad - h
+        parts.append(f"<rect x=\"{x + 3:.1f}\" y=\"{y:.1f}\" width=\"{bw - 6:.1f}\" height=\"{h:.1f}\" fill=\"#2457c5\">"
+                     f"<title>{i * 100 // n}-{(i + 1) * 100 // n}%: {c}</title></rect>")
+        if c:
+            parts.append(f"<text x=\"{x + bw / 2:.1f}\" y=\"{y - 4:.1f}\" text-anchor=\"middle\" font-size=\"12\">{c}</text>")
+        parts.append(f"<text x=\"{x + bw / 2:.1f}\" y=\"{height - pad + 14}\" text-anchor=\"middle\" font-size=\"11\" "
+                     f"fill=\"#5d6675\">{i * 100 // n}-{(i + 1) * 100 // n}%</text>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_html(cr: ClassResults) -> str:
+    t = _t(cr)
+    m = cr.manifest
+    esc = html.escape
+    pct = [percent(cr, s) for s in cr.students]
+    graded = sum(1 for e in cr.entries.values() if e.status != MISSING)
+    body = [f"<h1>{esc(m.title)}</h1>",
+            f"<p class=\"meta\">{t['report']} · {t['graded']} {esc(cr.graded_at)}</p>",
+            "<div class=\"cards\">"]
+    cards = [(t["students"], str(len(cr.students))), (t["katas"], str(len(m.katas))),
+             (t["submissions"], str(graded)),
+             (t["mean"], f"{statistics.fmean(pct):.1f}%" if pct else "-"),
+             (t["median"], f"{statistics.median(pct):.1f}%" if pct else "-")]
+    body += [f"<div class=\"card\"><div class=\"v\">{esc(v)}</div><div class=\"k\">{esc(k)}</div></div>" for k, v in cards]
+    body.append("</div>")
+    body += [f"<h2>{t['distribution']}</h2>", _histogram_svg(distribution(cr), t["distribution"])]
+    body += [f"<h2>{t['per_kata']}</h2><table><thead><tr><th>{t['kata']}</th><th class=\"num\">{t['submitted']}</th>"
+             f"<th class=\"num\">{t['passed']}</th><th>{t['pass_rate']}</th><th class=\"num\">{t['mean_points']}</th>"
+             f"<th class=\"num\">{t['missing']}</th><th class=\"num\">{t['late']}</th>"
+             f"<th class=\"num\">{t['timeouts']}</th><th class=\"num\">{t['errors']}</th></tr></thead><tbody>"]
+    for r in kata_stats(cr):
+        title = r["title"].get(cr.lang, r["title"]["en"])
+        body.append(
+            f"<tr class=\"kata-row\" data-kata=\"{esc(r['kata'])}\"><td><code>{esc(r['kata'])}</code> {esc(title)}</td>"
+            f"<td class=\"num\">{r['submitted']}/{r['students']}</td><td class=\"num\">{r['passed']}</td>"
+            f"<td>{_bar(r['pass_rate'])} <span class=\"pass-rate\">{r['pass_rate']:.0%}</span></td>"
+            f"<td class=\"num\">{r['mean_score']:.2f} / {r['points']:g}</td><td class=\"num\">{r['missing']}</td>"
+            f"<td class=\"num\">{r['late']}</td><td class=\"num\">{r['timeouts']}</td><td class=\"num\">{r['errors']}</td></tr>")
+    body.append("</tbody></table>")
+    hist = mistake_histogram(cr)
+    body.append(f"<h2>{t['mistakes']}</h2>")
+    if hist:
+        body.append(f"<table class=\"mistakes\"><thead><tr><th>{t['share']}</th><th>{t['kata']}</th>"
+                    f"<th>{t['mistake']}</th><th>{t['who']}</th></tr></thead><tbody>")
+        for r in hist:
+            who = ", ".join(esc(s) for s in r["students"][:8]) + (" ..." if len(r["students"]) > 8 else "")
+            body.append(
+                f"<tr class=\"mistake\" data-id=\"{esc(r['id'])}\" data-kata=\"{esc(r['kata'])}\">"
+                f"<td>{_bar(r['share'])} <strong>{r['share']:.0%}</strong> ({r['count']} {t['of']} {r['of']})</td>"
+                f"<td><code>{esc(r['kata'])}</code></td><td>{esc(r['title'])} <code>{esc(r['id'])}</code></td>"
+                f"<td>{who}</td></tr>")
+        body.append("</tbody></table>")
+    else:
+        body.append(f"<p>{t['no_mistakes']}</p>")
+    body.append(f"<h2>{t['students']}</h2><table class=\"students\"><thead><tr><th>{t['student']}</th>"
+                + "".join(f"<th class=\"num\"><code>{esc(k)}</code></th>" for k in m.kata_ids)
+                + f"<th class=\"num\">{t['total']}</th><th class=\"num\">{t['percent']}</th><th>{t['notes']}</th></tr></thead><tbody>")
+    for s in cr.students:
+        cells = []
+        notes = []
+        for k in m.kata_ids:
+            e: Entry = cr.entry(s, k)
+            status = t["statuses"].get(e.status, e.status)
+            cells.append(f"<td class=\"num s-{esc(e.status)}\" title=\"{esc(status)}\">{e.score:g} "
+                         f"<small>{esc(status)}</small></td>")
+            if e.late:
+                notes.append(f"{k}: {t['late']}")
+        body.append(f"<tr class=\"student\"><td>{esc(s)}</td>{''.join(cells)}<td class=\"num\">{cr.total(s):g} / "
+                    f"{m.max_points:g}</td><td class=\"num\">{percent(cr, s):g}%</td><td>{esc('; '.join(notes))}</td></tr>")
+    body.append("</tbody></table>")
+    lim = cr.stats.get("limits", {})
+    weights = ", ".join(f"{k} {v:g}" for k, v in m.grading.tier_weights.items())
+    body.append(f"<h2>{t['config']}</h2><p class=\"meta\">{t['weights']}: {esc(weights)} · {t['limits']}: "
+                f"{lim.get('timeout', '-')} s {t['per_submission']}, {lim.get('call_timeout', '-')} s {t['per_call']}, "
+                f"{lim.get('memory_mb', '-')} MiB · {t['deadline']}: {esc(cr.stats.get('deadline') or t['none'])} · "
+                f"{t['penalty']}: {cr.stats.get('late_penalty', 0):.0%}</p>")
+    doc_lang = "zh" if cr.lang == "zh" else "en"
+    return (f"<!DOCTYPE html>\n<html lang=\"{doc_lang}\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{esc(m.title)} · "
+            f"{t['report']}</title><style>{CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n")
+
+
+def write_html(cr: ClassResults, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(cr), encoding="utf-8")
+    return path
+
+
+def write_all(cr: ClassResults, *, csv_path: Path | None = None, json_path: Path | None = None,
+              html_path: Path | None = None, feedback_dir: Path | None = None) -> dict[str, Path]:
+    """Every output; a path left out goes to the results folder."""
+    out = cr.out
+    paths = {
+        "csv": write_csv(cr, csv_path or out / "gradebook.csv"),
+        "json": write_json(cr, json_path or out / "results.json"),
+        "html": write_html(cr, html_path or out / "report.html"),
+    }
+    fb = feedback_dir or out / "feedback"
+    write_feedback(cr, fb)
+    paths["feedback"] = fb
+    return paths

@@ -1,0 +1,748 @@
+"""Public sample tests for a problem set, derived from the hidden grader without leaking it.
+
+1. Record: run the kata's hidden grader with the *reference* standing in for the candidate (in
+   this process, through the same request handlers the candidate's child uses) and record every
+   request it makes: which function or class, which arguments, modules built, weights loaded.
+2. Pick a few tests the reference passes (one per test function, core tier first).
+3. Re-draw every floating-point input (and every mask) with a set-specific seed, so no hidden
+   input reaches the students, and replay the calls on the reference to get the expected
+   outputs (twice, with different global seeds, to drop anything non-deterministic).
+4. Write `public_<module>.json` (inputs and expected outputs, base64) and a standalone
+   `test_public_<module>.py` that needs only torch, numpy and pytest.
+
+Imports torch: only `kata set create` calls this, lazily.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import importlib
+import io
+import json
+import math
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from attnkata.checker import plugin, wire
+from attnkata.checker.catalog import Kata
+from attnkata.checker.child import _Server
+from attnkata.checker.errors import KataDefinitionError
+from attnkata.checker.proxy import Candidate, Limits
+from attnkata.checker.runner import _no_plugin_autoload, _pytest_args
+from attnkata.checker.sets.manifest import reference_file
+
+MAX_CASE_BYTES = 1_500_000  # a sample whose data would be larger is skipped
+FLOAT64_TOL = 1e-5
+FALLBACK_TOL = 1e-3
+
+
+class SampleError(Exception):
+    """A recorded test cannot become a public sample (not encodable, not deterministic...)."""
+
+
+@dataclass
+class RecordedTest:
+    id: str
+    tier: str
+    status: str
+    steps: list[dict[str, Any]] = field(default_factory=list)  # requests, in order
+
+
+class _ReferenceCandidate(Candidate):
+    """The reference, served in this process by the child's own request handlers, recording
+    every request. Trusted code only: never use this for a candidate's file."""
+
+    def __init__(self, kata: Kata) -> None:
+        path = reference_file(kata)
+        super().__init__(path, Limits())
+        self.module = importlib.import_module(f"attnkata.reference.{kata.module_name}")
+        self.server = _new_server(self.module, path)
+        self.names = _names(self.module)
+        self.generation = 1
+        self.current: str | None = None
+        self.log: list[tuple[str | None, dict[str, Any], dict[str, Any]]] = []
+
+    def ensure_started(self) -> None:  # nothing to start: the reference is already imported
+        return None
+
+    def _kill(self) -> None:
+        return None
+
+    def _module_request(self, module: Any, req: dict[str, Any]) -> dict[str, Any]:
+        return self._request({**req, "handle": module.handle}, "running the reference module")
+
+    def _request(self, req: dict[str, Any], doing: str) -> dict[str, Any]:
+        recorded = _copy(req)
+        reply = serve(self.server, _copy(req))
+        self.log.append((self.current, recorded, reply))
+        if not reply.get("ok"):
+            raise self._failure(reply, doing)
+        return reply
+
+
+def _copy(req: dict[str, Any]) -> dict[str, Any]:
+    return wire.decode_request(wire.encode_request(req))
+
+
+def _names(module: Any) -> dict[str, str]:
+    out = {}
+    for name, value in vars(module).items():
+        if not name.startswith("__"):
+            kind = "class" if isinstance(value, type) else "function" if callable(value) else None
+            if kind:
+                out[name] = kind
+    return out
+
+
+def _new_server(module: Any, path: Path) -> _Server:
+    server = _Server(None, path)  # type: ignore[arg-type]  # no pipe: requests are served in-process
+    server.module = module
+    return server
+
+
+def serve(server: _Server, req: dict[str, Any]) -> dict[str, Any]:
+    """One request through the child's handler, the reply as the parent would decode it."""
+    handler = getattr(server, req["op"], None)
+    if handler is None:
+        return {"ok": False, "kind": "protocol", "type": "", "message": f"unknown op {req['op']!r}", "frames": []}
+    try:
+        reply = handler(req)
+    except Exception as exc:  # noqa: BLE001 - the reference failing is data here
+        reply = server._error(exc)
+    return wire.decode_reply(wire.encode_reply(reply))
+
+
+class _Tracker:
+    """Tells the recording candidate which test is running."""
+
+    def __init__(self, candidate: _ReferenceCandidate) -> None:
+        self.candidate = candidate
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.candidate.current = plugin.test_id(item)
+
+
+def record(kata: Kata) -> list[RecordedTest]:
+    """Run the hidden grader against the reference and return what each test asked for."""
+    candidate = _ReferenceCandidate(kata)
+    collector = plugin.Collector(candidate)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _no_plugin_autoload(), \
+                torch.random.fork_rng(devices=[]):
+            pytest.main(_pytest_args(kata, reference_file(kata)),
+                        plugins=[plugin, collector, _Tracker(candidate)])
+    finally:
+        candidate.close()
+    if collector.collect_errors:
+        raise KataDefinitionError(f"the grader of {kata.id} is broken: {collector.collect_errors[0]}")
+    tests = {r.id: RecordedTest(r.id, r.tier, r.status) for r in collector.results}
+    handle_steps: dict[int, list[dict[str, Any]]] = {}  # steps that built/changed a module
+    for test_id, req, reply in candidate.log:
+        step = dict(req)
+        if not reply.get("ok"):
+            step["failed"] = True
+        if req["op"] == "new" and reply.get("ok"):
+            step["handle_out"] = reply["handle"]
+        test = tests.get(test_id or "")
+        used = req.get("handle")
+        if test is not None and used is not None and not any(
+                s.get("handle_out") == used for s in test.steps):
+            # A module built by an earlier test (e.g. a session fixture): rebuild it first.
+            test.steps.extend(handle_steps.get(used, []))
+        if req["op"] == "new" and reply.get("ok"):
+            handle_steps[reply["handle"]] = [step]
+        elif used is not None:
+            handle_steps.setdefault(used, []).append(step)
+        if test is not None:
+            test.steps.append(step)
+    return list(tests.values())
+
+
+# -- perturbation ------------------------------------------------------------------------
+class _Perturber:
+    """Fresh values of the same kind, shape and scale; identical inputs stay identical."""
+
+    def __init__(self, seed: int) -> None:
+        self.gen = torch.Generator().manual_seed(seed)
+        self.memo: dict[tuple[Any, ...], Any] = {}
+        self.changed = 0
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return self.tensor(value)
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind not in "fb":
+                return value
+            return self.tensor(torch.from_numpy(np.ascontiguousarray(value))).numpy()
+        if isinstance(value, tuple):
+            return tuple(self(v) for v in value)
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self(v) for k, v in value.items()}
+        return value
+
+    def tensor(self, t: torch.Tensor) -> torch.Tensor:
+        if not (t.is_floating_point() or t.dtype == torch.bool) or t.numel() == 0:
+            return t
+        key = (t.dtype, tuple(t.shape), hashlib_bytes(t))
+        if key in self.memo:
+            return self.memo[key]
+        new = self._bool(t) if t.dtype == torch.bool else self._float(t)
+        if not torch.equal(new, t):
+            self.changed += 1
+        self.memo[key] = new
+        return new
+
+    def _float(self, t: torch.Tensor) -> torch.Tensor:
+        x = t.detach().to(torch.float64)
+        finite = x[torch.isfinite(x)]
+        if finite.numel() < 2 or float(finite.std()) == 0.0:
+            return t  # constants (ones, zeros, a scalar) carry no hidden information
+        fresh = torch.randn(t.shape, generator=self.gen, dtype=torch.float64)
+        fresh = fresh * float(finite.std()) + float(finite.mean())
+        if float(finite.min()) >= 0:
+            fresh = fresh.abs()
+        fresh = torch.where(torch.isfinite(x), fresh, x)  # keep -inf / nan where they were
+        return fresh.to(t.dtype)
+
+    def _bool(self, t: torch.Tensor) -> torch.Tensor:
+        if t.dim() == 0:
+            return t
+        rows = t.reshape(-1, t.shape[-1])
+        p = max(0.5, float(rows.float().mean()))
+        fresh = torch.rand(rows.shape, generator=self.gen) < p
+        # Keep each row's kind: an all-False row (no key at all) stays all-False, and a row
+        # with some key keeps at least one.
+        empty = ~rows.any(dim=-1)
+        pick = torch.randint(rows.shape[-1], (rows.shape[0],), generator=self.gen)
+        fresh[torch.arange(rows.shape[0]), pick] = True
+        fresh[empty] = False
+        full = rows.all(dim=-1)
+        fresh[full] = True
+        return fresh.reshape(t.shape)
+
+
+def hashlib_bytes(t: torch.Tensor) -> int:
+    data = t.detach().cpu().contiguous().reshape(-1)
+    raw = data.to(torch.uint8) if data.dtype == torch.bool else data.view(torch.uint8)
+    return zlib.crc32(raw.numpy().tobytes()) ^ (data.numel() << 32)
+
+
+def perturb_steps(steps: list[dict[str, Any]], seed: int) -> tuple[list[dict[str, Any]], int]:
+    p = _Perturber(seed)
+    fresh = []
+    for step in steps:
+        s = dict(step)
+        for key in ("args", "kwargs", "state", "grad_output"):
+            if key in s:
+                s[key] = p(s[key])
+        fresh.append(s)
+    return fresh, p.changed
+
+
+def to_float64(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same calls with every floating input (and module) in float64: the truth to budget
+    a lower-precision sample's tolerance against."""
+
+    def cast(v: Any) -> Any:
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            return v.to(torch.float64)
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+            return v.astype(np.float64)
+        if isinstance(v, torch.dtype) and v.is_floating_point:
+            return torch.float64
+        if isinstance(v, tuple):
+            return tuple(cast(x) for x in v)
+        if isinstance(v, list):
+            return [cast(x) for x in v]
+        if isinstance(v, dict):
+            return {k: cast(x) for k, x in v.items()}
+        return v
+
+    out = []
+    for step in steps:
+        s = {k: cast(v) if k in ("args", "kwargs", "state", "grad_output", "dtype") else v for k, v in step.items()}
+        out.append(s)
+    return out
+
+
+# -- replay --------------------------------------------------------------------------------
+def replay(module: Any, path: Path, steps: list[dict[str, Any]], seed: int) -> list[tuple[Any, Any]]:
+    """Run `steps` on a fresh server over `module`; (value, grads) of every call step."""
+    server = _new_server(module, path)
+    handles: dict[int, int] = {}
+    outputs = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        np_state = np.random.get_state()
+        np.random.seed(seed)
+        try:
+            for step in steps:
+                req = {k: v for k, v in step.items() if k not in ("handle_out", "failed")}
+                if req.get("handle") is not None:
+                    if req["handle"] not in handles:
+                        raise SampleError("uses a module it did not build")
+                    req["handle"] = handles[req["handle"]]
+                reply = serve(server, _copy(req))
+                if not reply.get("ok"):
+                    raise SampleError(f"the reference raised {reply.get('type')}: {reply.get('message', '')[:200]}")
+                if step["op"] == "new":
+                    handles[step["handle_out"]] = reply["handle"]
+                elif step["op"] == "call":
+                    if isinstance(reply.get("grads"), str):
+                        raise SampleError(reply["grads"])
+                    outputs.append((reply["value"], reply.get("grads")))
+        finally:
+            np.random.set_state(np_state)
+    return outputs
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and bool(
+            ((a == b) | (a.isnan() & b.isnan()) if a.is_floating_point() else (a == b)).all())
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    if isinstance(a, tuple | list):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def _max_err(low: Any, truth: Any) -> float:
+    """Largest abs difference between two structurally equal outputs (inf if not comparable)."""
+    if isinstance(low, torch.Tensor | np.ndarray):
+        lo = torch.as_tensor(np.asarray(low)) if isinstance(low, np.ndarray) else low
+        tr = torch.as_tensor(np.asarray(truth)) if isinstance(truth, np.ndarray) else truth
+        if not isinstance(tr, torch.Tensor) or lo.shape != tr.shape:
+            return math.inf
+        if not lo.is_floating_point():
+            return 0.0
+        d = (lo.double() - tr.double()).abs()
+        d = d[torch.isfinite(d)]
+        return float(d.max()) if d.numel() else 0.0
+    if isinstance(low, tuple | list) and isinstance(truth, tuple | list) and len(low) == len(truth):
+        return max([_max_err(a, b) for a, b in zip(low, truth, strict=True)] or [0.0])
+    if isinstance(low, dict) and isinstance(truth, dict) and low.keys() == truth.keys():
+        return max([_max_err(low[k], truth[k]) for k in low] or [0.0])
+    if isinstance(low, float) and isinstance(truth, float):
+        return abs(low - truth)
+    return 0.0
+
+
+def _lowest_float(value: Any) -> torch.dtype | None:
+    """The least precise floating dtype in an output (None when all float64 / not float)."""
+    found: list[torch.dtype] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            found.append(v.dtype)
+        elif isinstance(v, np.ndarray) and v.dtype.kind == "f":
+            found.append(torch.from_numpy(np.zeros(1, dtype=v.dtype)).dtype)
+        elif isinstance(v, tuple | list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    walk(value)
+    low = [d for d in found if d != torch.float64]
+    return min(low, key=lambda d: torch.finfo(d).bits) if low else None
+
+
+def _tolerance(low: Any, truth: Any | None) -> tuple[float, float]:
+    """(atol, rtol): float64 like the hidden grader; lower precision gets a budget of a few
+    times what the reference itself errs in that precision on the same inputs."""
+    if _lowest_float(low) is None:
+        return FLOAT64_TOL, FLOAT64_TOL
+    if truth is None:
+        return FALLBACK_TOL, FALLBACK_TOL
+    err = _max_err(low, truth)
+    if not math.isfinite(err):
+        return FALLBACK_TOL, FALLBACK_TOL
+    return max(FLOAT64_TOL, 5.0 * err), 1.3e-6
+
+
+# -- encoding (JSON the standalone test can read without attnkata) ---------------------------
+class _Unencodable(SampleError):
+    pass
+
+
+def encode(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return {"tensor": _array(value.detach().cpu().contiguous())}
+    if isinstance(value, np.ndarray):
+        return {"ndarray": _array(torch.from_numpy(np.ascontiguousarray(value)))}
+    if isinstance(value, tuple):
+        return {"tuple": [encode(v) for v in value]}
+    if isinstance(value, list):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise _Unencodable("dict with non-string keys")
+        return {"dict": {k: encode(v) for k, v in value.items()}}
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise _Unencodable(f"cannot store a {type(value).__name__}")
+
+
+def _array(t: torch.Tensor) -> dict[str, Any]:
+    try:
+        arr = t.numpy()
+    except TypeError:
+        raise _Unencodable(f"cannot store a {t.dtype} tensor") from None
+    return {"dtype": arr.dtype.name, "shape": list(arr.shape),
+            "data": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def _describe(step: dict[str, Any]) -> str:
+    from attnkata.checker.compare import describe
+
+    target = step.get("name") or ("module" + (f".{step['method']}" if step.get("method") else ""))
+    parts = [describe(a).removeprefix("tensor ") if isinstance(a, torch.Tensor | np.ndarray) else repr(a)
+             for a in step.get("args", ())]
+    parts += [f"{k}={describe(v).removeprefix('tensor ') if isinstance(v, torch.Tensor | np.ndarray) else repr(v)}"
+              for k, v in step.get("kwargs", {}).items()]
+    text = f"{target}({', '.join(parts)})"
+    return text if len(text) < 200 else text[:197] + "..."
+
+
+def build_case(module: Any, path: Path, test: RecordedTest, seed: int, index: int) -> dict[str, Any]:
+    """One public sample from one recorded test (raises SampleError when it cannot be one)."""
+    if test.status != "pass" or not test.steps:
+        raise SampleError("the reference does not pass it")
+    if any(s.get("failed") for s in test.steps):
+        raise SampleError("it expects the candidate to fail")
+    if not any(s["op"] == "call" for s in test.steps):
+        raise SampleError("it makes no call")
+    steps, changed = perturb_steps(test.steps, seed)
+    if changed == 0:
+        raise SampleError("no input could be re-drawn (it would show a hidden input)")
+    outputs = replay(module, path, steps, seed=1)
+    again = replay(module, path, steps, seed=2)
+    if not all(_same(a[0], b[0]) and _same(a[1], b[1]) for a, b in zip(outputs, again, strict=True)):
+        raise SampleError("the reference's output depends on the random state")
+    try:
+        truth = replay(module, path, to_float64(steps), seed=1)
+    except SampleError:
+        truth = None
+    out_steps = []
+    calls = iter(range(len(outputs)))
+    for step in steps:
+        s: dict[str, Any] = {"op": step["op"]}
+        if step["op"] == "new":
+            s.update(name=step["name"], args=encode(tuple(step["args"])), kwargs=encode(dict(step["kwargs"])),
+                     handle=step["handle_out"])
+        elif step["op"] == "to":
+            s.update(handle=step["handle"], dtype=encode(step["dtype"]))
+        elif step["op"] == "load_state":
+            s.update(handle=step["handle"], state=encode(dict(step["state"])))
+        elif step["op"] == "call":
+            i = next(calls)
+            value, grads = outputs[i]
+            t_value, t_grads = truth[i] if truth is not None else (None, None)
+            atol, rtol = _tolerance(value, t_value)
+            s.update(name=step.get("name"), handle=step.get("handle"), method=step.get("method"),
+                     args=encode(tuple(step["args"])), kwargs=encode(dict(step["kwargs"])),
+                     what=_describe(step), expect=encode(value), atol=atol, rtol=rtol)
+            if step.get("grad_wrt"):
+                g_atol, g_rtol = _tolerance(grads, t_grads)
+                s.update(grad_wrt=list(step["grad_wrt"]), grad_output=encode(step["grad_output"]),
+                         expect_grads=encode(list(grads)), grad_atol=g_atol, grad_rtol=g_rtol)
+        else:
+            raise SampleError(f"unknown step {step['op']!r}")
+        out_steps.append(s)
+    base = test.id.split("[")[0]
+    case = {"id": f"sample{index}-{base}", "tier": test.tier, "steps": out_steps}
+    if len(json.dumps(case)) > MAX_CASE_BYTES:
+        raise SampleError("its data would be too large")
+    return case
+
+
+def _priority(tests: list[RecordedTest]) -> list[RecordedTest]:
+    """One test per test function first (core, then edge, then the rest), then the others."""
+    order = {"core": 0, "edge": 1}
+    seen: set[str] = set()
+    first, rest = [], []
+    for t in sorted(tests, key=lambda t: order.get(t.tier, 2)):
+        base = t.id.split("[")[0]
+        (rest if base in seen else first).append(t)
+        seen.add(base)
+    return first + rest
+
+
+def _float_keys(value: Any, out: set[tuple[Any, ...]]) -> set[tuple[Any, ...]]:
+    """Fingerprints of the non-constant floating tensors in `value`."""
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        value = torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() and value.numel() > 1 and bool((value != value.reshape(-1)[0]).any()):
+            out.add((value.dtype, tuple(value.shape), hashlib_bytes(value)))
+    elif isinstance(value, tuple | list):
+        for v in value:
+            _float_keys(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _float_keys(v, out)
+    return out
+
+
+def step_inputs(step: dict[str, Any]) -> list[Any]:
+    return [step[k] for k in ("args", "kwargs", "state", "grad_output") if k in step]
+
+
+def build_samples(kata: Kata, n: int, seed: int) -> tuple[dict[str, Any], list[str], list[RecordedTest]]:
+    """The public-sample document for `kata` (at most `n` cases), why tests were passed over,
+    and what the hidden grader asked for (to count its tests)."""
+    module = importlib.import_module(f"attnkata.reference.{kata.module_name}")
+    path = reference_file(kata)
+    recorded = record(kata)
+    hidden: set[tuple[Any, ...]] = set()
+    for test in recorded:
+        for step in test.steps:
+            _float_keys(step_inputs(step), hidden)
+    cases: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for test in _priority(recorded) if n > 0 else []:
+        if len(cases) >= n:
+            break
+        case_seed = zlib.crc32(f"{kata.id}:{seed}:{test.id}".encode())
+        try:
+            case = build_case(module, path, test, case_seed, len(cases) + 1)
+            shown: set[tuple[Any, ...]] = set()
+            for step in case["steps"]:
+                _float_keys([decode(step.get(k)) for k in ("args", "kwargs", "state", "grad_output")], shown)
+            if shown & hidden:
+                raise SampleError("an input equals a hidden one")
+            cases.append(case)
+        except SampleError as exc:
+            skipped.append(f"{test.id}: {exc}")
+    doc = {"kata": kata.id, "solution_file": kata.solution_file, "format": 1, "cases": cases}
+    return doc, skipped, recorded
+
+
+def decode(value: Any) -> Any:
+    """Inverse of `encode` (the standalone test has its own copy)."""
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "tensor" in value or "ndarray" in value:
+        spec = value.get("tensor") or value["ndarray"]
+        arr = np.frombuffer(base64.b64decode(spec["data"]), dtype=np.dtype(spec["dtype"]))
+        arr = arr.reshape(spec["shape"]).copy()
+        return torch.from_numpy(arr) if "tensor" in value else arr
+    if "tuple" in value:
+        return tuple(decode(v) for v in value["tuple"])
+    if "dict" in value:
+        return {k: decode(v) for k, v in value["dict"].items()}
+    if "dtype" in value:
+        return getattr(torch, value["dtype"])
+    if "float" in value:
+        return float(value["float"])
+    raise ValueError(f"cannot decode {value!r}")
+
+
+def write_doc(kata: Kata, folder: Path, doc: dict[str, Any]) -> int:
+    """Write the data and the standalone test into `folder`; returns the number of samples."""
+    if not doc["cases"]:
+        return 0
+    (folder / f"public_{kata.module_name}.json").write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    text = (TEMPLATE.replace("__KATA__", kata.id).replace("__MODULE__", kata.module_name)
+            .replace("__TITLE__", kata.title.en).replace("__TITLE_ZH__", kata.title.zh))
+    (folder / f"test_public_{kata.module_name}.py").write_text(text, encoding="utf-8")
+    return len(doc["cases"])
+
+
+TEMPLATE = '''"""Public sample tests for `__KATA__`: __TITLE__ / __TITLE_ZH__.
+
+Run them in this folder:      python -m pytest -q
+Test another file:            KATA_SOLUTION=path/to/file.py python -m pytest -q
+
+Each sample calls your code on inputs made for this problem set and compares the result with
+what the reference solution returned for the same inputs. They are a sanity check, not your
+grade: the hidden tests also cover edge cases (masks, dtypes, gradients, ...).
+
+每个样例用为本次作业生成的输入调用你的代码，并与参考解在相同输入上的结果比较。它们只是自检，
+不是最终成绩：隐藏测试还会覆盖边界情况（mask、dtype、梯度等）。
+Needs only Python, PyTorch, NumPy and pytest. 只需要 Python、PyTorch、NumPy 和 pytest。
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+HERE = Path(__file__).resolve().parent
+DATA = json.loads((HERE / "public___MODULE__.json").read_text(encoding="utf-8"))
+SOLUTION = Path(os.environ.get("KATA_SOLUTION") or HERE / DATA["solution_file"])
+
+
+def decode(v):
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "tensor" in v or "ndarray" in v:
+        spec = v.get("tensor") or v["ndarray"]
+        raw = base64.b64decode(spec["data"])
+        arr = np.frombuffer(raw, dtype=np.dtype(spec["dtype"])).reshape(spec["shape"]).copy()
+        return torch.from_numpy(arr) if "tensor" in v else arr
+    if "tuple" in v:
+        return tuple(decode(x) for x in v["tuple"])
+    if "dict" in v:
+        return {k: decode(x) for k, x in v["dict"].items()}
+    if "dtype" in v:
+        return getattr(torch, v["dtype"])
+    if "float" in v:
+        return float(v["float"])
+    raise ValueError(f"cannot read {v!r}")
+
+
+def _kind(x):
+    if isinstance(x, torch.Tensor):
+        return f"tensor {tuple(x.shape)} {str(x.dtype).replace('torch.', '')}"
+    if isinstance(x, np.ndarray):
+        return f"ndarray {x.shape} {x.dtype}"
+    return type(x).__name__
+
+
+def compare(got, want, atol, rtol, what):
+    if isinstance(want, torch.Tensor | np.ndarray):
+        kind = type(want)
+        assert isinstance(got, kind), f"{what}: expected a {kind.__module__}.{kind.__name__} {_kind(want)}, got {_kind(got)}"
+        assert tuple(got.shape) == tuple(want.shape), f"{what}: expected shape {tuple(want.shape)}, got {tuple(got.shape)}"
+        assert got.dtype == want.dtype, f"{what}: expected dtype {want.dtype} (the input's), got {got.dtype}"
+        g = torch.from_numpy(np.ascontiguousarray(got)) if isinstance(got, np.ndarray) else got.detach().cpu()
+        w = torch.from_numpy(np.ascontiguousarray(want)) if isinstance(want, np.ndarray) else want
+        if not w.is_floating_point():
+            bad = g != w
+            assert not bool(bad.any()), (f"{what}: {int(bad.sum())} entries differ, first at "
+                                         f"{tuple(int(i) for i in bad.nonzero()[0])}")
+            return
+        g64, w64 = g.double(), w.double()
+        nan = ~torch.isfinite(g64) & torch.isfinite(w64)
+        assert not bool(nan.any()), (f"{what}: {int(nan.sum())} value(s) are NaN/inf where the reference "
+                                     f"is finite, first at {tuple(int(i) for i in nan.nonzero()[0])}")
+        err = (g64 - w64).abs()
+        err = torch.where(torch.isnan(g64) & torch.isnan(w64), torch.zeros_like(err), err)
+        err = torch.where(torch.isinf(w64) & (g64 == w64), torch.zeros_like(err), err)
+        over = err > atol + rtol * w64.abs().nan_to_num(posinf=0.0)
+        if bool(over.any()):
+            idx = tuple(int(i) for i in over.nonzero()[0])
+            raise AssertionError(
+                f"{what}: {int(over.sum())} of {err.numel()} values differ from the reference; max abs "
+                f"error {float(err.max()):.3g} (allowed {atol:.2g} + {rtol:.2g}*|expected|); first at "
+                f"{list(idx)}: expected {w64[idx].item():.6g}, got {g64[idx].item():.6g}")
+    elif isinstance(want, tuple | list):
+        assert isinstance(got, tuple | list) and len(got) == len(want), (
+            f"{what}: expected a {type(want).__name__} of {len(want)}, got {_kind(got)}")
+        for i, (a, b) in enumerate(zip(got, want)):
+            compare(a, b, atol, rtol, f"{what}[{i}]")
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and set(got) == set(want), f"{what}: expected keys {sorted(want)}"
+        for k in want:
+            compare(got[k], want[k], atol, rtol, f"{what}[{k!r}]")
+    elif isinstance(want, float):
+        assert isinstance(got, int | float) and math.isclose(got, want, rel_tol=max(rtol, 1e-9), abs_tol=atol), (
+            f"{what}: expected {want!r}, got {got!r}")
+    else:
+        assert got == want, f"{what}: expected {want!r}, got {got!r}"
+
+
+def load_state(module, state, what):
+    """Give your module the reference's weights: by name, else by shape in definition order."""
+    own = dict(module.named_parameters()) | dict(module.named_buffers())
+    mapping = {n: n for n in state if n in own}
+    free = [n for n in own if n not in mapping.values()]
+    for n in [n for n in state if n not in own]:
+        match = next((m for m in free if tuple(own[m].shape) == tuple(state[n].shape)), None)
+        if match is None:
+            mine = ", ".join(f"{m} {tuple(p.shape)}" for m, p in own.items()) or "none"
+            pytest.fail(f"{what}: the reference's weights do not fit your module: no parameter for "
+                        f"{n} {tuple(state[n].shape)} (yours: {mine}); name the layers as the statement asks",
+                        pytrace=False)
+        mapping[n] = match
+        free.remove(match)
+    with torch.no_grad():
+        for n, m in mapping.items():
+            if own[m].shape != state[n].shape:
+                pytest.fail(f"{what}: {m} has shape {tuple(own[m].shape)}, the reference's {n} has "
+                            f"{tuple(state[n].shape)}", pytrace=False)
+            own[m].copy_(state[n])
+
+
+@pytest.fixture(scope="module")
+def solution():
+    if not SOLUTION.is_file():
+        pytest.fail(f"{SOLUTION} not found: write your solution there (or set KATA_SOLUTION)", pytrace=False)
+    spec = importlib.util.spec_from_file_location("solution_under_test", SOLUTION)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(SOLUTION.parent))
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("case", DATA["cases"], ids=[c["id"] for c in DATA["cases"]])
+def test_sample(solution, case):
+    objects = {}
+    for step in case["steps"]:
+        op = step["op"]
+        if op == "new":
+            obj = getattr(solution, step["name"])(*decode(step["args"]), **decode(step["kwargs"]))
+            if isinstance(obj, torch.nn.Module):
+                obj.eval()  # graded in eval mode
+            objects[step["handle"]] = obj
+        elif op == "to":
+            objects[step["handle"]].to(decode(step["dtype"]))
+        elif op == "load_state":
+            load_state(objects[step["handle"]], decode(step["state"]), case["id"])
+        elif op == "call":
+            what = step["what"]
+            target = objects[step["handle"]] if step.get("handle") is not None else getattr(solution, step["name"])
+            if step.get("method"):
+                target = getattr(target, step["method"])
+            args, kwargs = list(decode(step["args"])), decode(step["kwargs"])
+            wrt = step.get("grad_wrt") or []
+            for i in wrt:
+                args[i] = args[i].detach().clone().requires_grad_(True)
+            with torch.set_grad_enabled(bool(wrt)):
+                out = target(*args, **kwargs)
+            compare(out, decode(step["expect"]), step["atol"], step["rtol"], what)
+            if wrt:
+                out_t = out[0] if isinstance(out, tuple | list) else out
+                assert isinstance(out_t, torch.Tensor) and out_t.requires_grad, (
+                    f"{what}: the output does not require grad: it was detached from the inputs")
+                out_t.backward(decode(step["grad_output"]))
+                for i, want in zip(wrt, decode(step["expect_grads"])):
+                    assert args[i].grad is not None, f"{what}: no gradient reached argument {i}"
+                    compare(args[i].grad, want, step["grad_atol"], step["grad_rtol"],
+                            f"{what}: gradient w.r.t. argument {i}")
+'''

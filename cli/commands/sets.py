@@ -1,0 +1,201 @@
+"""`kata set`: problem sets for a class (create a bundle, verify it, grade submissions).
+
+A thin layer over `attnkata.checker.sets`; only `grade` and `create` import torch (lazily)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from attnkata.checker.errors import UsageError
+from attnkata.cli.console import err, out, print_json
+
+set_app = typer.Typer(
+    help="Problem sets for a class: create a bundle for students, grade their submissions.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _split(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+@set_app.command("create")
+def create(
+    katas: Annotated[str, typer.Option("--katas", help="Comma-separated kata ids, e.g. sdpa,mha (see `kata list`).",
+                                       show_default=False)],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to create the set in.", show_default=False)],
+    level: Annotated[str, typer.Option("--level", help="scratch: signatures and docstrings only; guided: the "
+                                       "reference with its solution regions blanked.")] = "scratch",
+    lang: Annotated[str, typer.Option("--lang", help="Statements in en, zh or both.")] = "both",
+    title: Annotated[str | None, typer.Option("--title", help="Title of the set.", show_default=False)] = None,
+    public_tests: Annotated[int, typer.Option("--public-tests", help="Public sample tests per kata.")] = 3,
+    weights: Annotated[str | None, typer.Option("--weights", help="Tier weights, e.g. core=0.6,edge=0.3,efficient=0.1.",
+                                                show_default=False)] = None,
+    points: Annotated[float, typer.Option("--points", help="Points per kata.")] = 10.0,
+    due: Annotated[str | None, typer.Option("--due", help="Deadline (ISO 8601, e.g. 2025-06-01T23:59); files "
+                                            "modified later are late.", show_default=False)] = None,
+    late_penalty: Annotated[float, typer.Option("--late-penalty", help="Fraction of the score a late file loses.")] = 0.0,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Default seconds of candidate time per "
+                                                  "submission when grading (60).", show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the public samples' inputs.")] = 1,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing problem set at --out.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print only the manifest as JSON.")] = False,
+) -> None:
+    """Create a problem set: DIR/student (hand it out), DIR/instructor (keep it)."""
+    from attnkata.checker.sets.create import CreateOptions, create_set
+    from attnkata.checker.sets.manifest import parse_weights
+
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    opts = CreateOptions(katas=_split(katas), out=out_dir, level=level, lang=lang, title=title,
+                         public_tests=public_tests, tier_weights=parse_weights(weights) if weights else None,
+                         points=points, due=due, late_penalty=late_penalty, seed=seed, force=force, timeout=timeout)
+    t0 = time.perf_counter()
+    with err.status("creating the problem set...") as status:
+        manifest = create_set(opts, log=lambda m: status.update(m))
+    if json_out:
+        print_json(manifest.to_dict())
+        return
+    for w in opts.warnings:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+    table = Table(title=manifest.title)
+    for col in ("kata", "file", "hidden tests", "public samples"):
+        table.add_column(col)
+    for k in manifest.katas:
+        table.add_row(k.id, k.solution_file, ", ".join(f"{t} {n}" for t, n in k.tests.items()), str(k.public_samples))
+    out.print(table)
+    out.print(f"[green]Created[/] {out_dir} in {time.perf_counter() - t0:.1f}s")
+    out.print(f"  hand out:  {out_dir / 'student'}  (handout: {out_dir / 'student' / 'handout.html'})")
+    out.print(f"  keep:      {out_dir / 'instructor'}")
+    out.print(f"  grade:     kata set grade {out_dir} SUBMISSIONS")
+
+
+@set_app.command("verify")
+def verify(bundle: Annotated[Path, typer.Argument(help="The problem set folder.", show_default=False)]) -> None:
+    """Check a problem set against its manifest and the installed katas (exit 3 if they differ)."""
+    from attnkata.checker.sets.manifest import verify_bundle
+
+    manifest, warnings = verify_bundle(bundle)
+    for w in warnings:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+    out.print(f"[green]OK[/] {manifest.title}: {', '.join(manifest.kata_ids)} ({len(manifest.files)} files match)")
+
+
+class _Bar:
+    """Rich progress for grading. Refreshed from the grading loop (no refresh thread), so
+    workers forked mid-run never inherit a thread holding the console's lock."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("[red]{task.fields[failed]} not passing[/]"),
+                                 TextColumn("[dim]{task.fields[last]}[/]"),
+                                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                 console=err, auto_refresh=False, transient=False, disable=not enabled)
+        self.task: Any = None
+        self.last = ""
+        self.next_refresh = 0.0
+
+    def __enter__(self) -> _Bar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.refresh()
+        self.progress.stop()
+
+    def __call__(self, c: dict[str, Any]) -> None:
+        if self.task is None:
+            self.task = self.progress.add_task("grading", total=c["total"], failed=0, last="")
+        if c.get("last"):
+            self.last = f"{c['last']}: {c['status']}"
+        self.progress.update(self.task, completed=c["done"], failed=c["failed"], last=self.last)
+        now = time.monotonic()
+        if now >= self.next_refresh or c["done"] == c["total"]:
+            self.progress.refresh()
+            self.next_refresh = now + 0.1
+
+
+@set_app.command("grade")
+def grade(
+    bundle: Annotated[Path, typer.Argument(help="The problem set folder (from `kata set create`).", show_default=False)],
+    submissions: Annotated[Path, typer.Argument(help="One folder per student with their files.", show_default=False)],
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel grading processes (default: CPU cores).",
+                                             show_default=False)] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds of candidate time per submission "
+                                                  "(default: the set's, 60).", show_default=False)] = None,
+    call_timeout: Annotated[float | None, typer.Option("--call-timeout", help="Seconds per call of candidate code "
+                                                       "(default 10, at most --timeout).", show_default=False)] = None,
+    memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Memory limit of each candidate (MiB).",
+                                                  show_default=False)] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Gradebook CSV (default: OUT/gradebook.csv).",
+                                                  show_default=False)] = None,
+    html_path: Annotated[Path | None, typer.Option("--html", help="Class report (default: OUT/report.html).",
+                                                   show_default=False)] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Every result (default: OUT/results.json).",
+                                                   show_default=False)] = None,
+    feedback: Annotated[Path | None, typer.Option("--feedback", help="Folder for per-student Markdown feedback "
+                                                  "(default: OUT/feedback).", show_default=False)] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder, with the resume journal (default: "
+                                                 "BUNDLE/instructor/results/<submissions folder name>).",
+                                                 show_default=False)] = None,
+    deadline: Annotated[str | None, typer.Option("--deadline", help="Override the set's deadline (ISO 8601).",
+                                                 show_default=False)] = None,
+    late_penalty: Annotated[float | None, typer.Option("--late-penalty", help="Override the set's late penalty (0-1).",
+                                                       show_default=False)] = None,
+    lang: Annotated[str | None, typer.Option("--lang", help="Language of diagnoses, feedback and report: en or zh.",
+                                             show_default=False)] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Regrade everything (ignore earlier results).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
+) -> None:
+    """Grade every student folder in SUBMISSIONS; resumes an interrupted run."""
+    from attnkata.checker.sets.grade import GradeOptions, grade_set
+    from attnkata.checker.sets.report import mistake_histogram, mistake_sentence, write_all
+
+    opts = GradeOptions(jobs=jobs, timeout=timeout, call_timeout=call_timeout, memory_mb=memory_mb, lang=lang,
+                        deadline=deadline, late_penalty=late_penalty, out=out_dir, fresh=fresh)
+    try:
+        with _Bar(enabled=not quiet) as bar:
+            results = grade_set(bundle, submissions, opts, progress=bar)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]: finished results are saved; run the same command again to resume")
+        raise typer.Exit(130) from None
+    paths = write_all(results, csv_path=csv_path, json_path=json_path, html_path=html_path, feedback_dir=feedback)
+    for w in results.warnings:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False, markup=False)
+    s = results.stats
+    if not quiet:
+        table = Table(title=results.manifest.title)
+        table.add_column("student")
+        for k in results.manifest.kata_ids:
+            table.add_column(k, justify="right")
+        table.add_column("total", justify="right")
+        style = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "missing": "dim"}
+        for st in results.students:
+            cells = [f"[{style.get(results.entry(st, k).status, 'red')}]{results.entry(st, k).score:g}[/]"
+                     for k in results.manifest.kata_ids]
+            table.add_row(st, *cells, f"{results.total(st):g}/{results.manifest.max_points:g}")
+        out.print(table)
+        for row in mistake_histogram(results)[:5]:
+            out.print("  " + mistake_sentence(row, results.lang), markup=False, highlight=False)
+    out.print(f"graded {s['graded']} file(s) in {s['seconds']:.1f}s on {s['jobs']} worker(s); "
+              f"{s['reused']} reused from an earlier run; {s['missing']} missing")
+    for name in ("csv", "json", "html", "feedback"):
+        out.print(f"  {name:<9}{paths[name]}", markup=False, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(set_app, name="set")

@@ -1,0 +1,26 @@
+"""Wrong variants of reference/mha.py (see checker/diagnose/module_probes.py for the knobs).
+
+Self-attention only: L == S, so a top-left causal mask equals the bottom-right one here and
+`causal-mask-top-left` cannot show (it shows in the causal-mask and sliding-window katas).
+"""
+
+from __future__ import annotations
+
+from attnkata.checker.diagnose.module_probes import family_mutants, family_probes, seeded
+from attnkata.checker.diagnose.probes import Probe
+from attnkata.reference import mha as ref
+
+ENTRY = "MultiHeadAttention"
+B, L, H, HD = 2, 5, 3, 8
+D = H * HD
+
+
+class REFERENCE:
+    MultiHeadAttention = seeded(ref.MultiHeadAttention)
+
+
+MUTANTS = family_mutants(ref.MultiHeadAttention, lambda m: m.n_heads)
+
+
+def probes() -> list[Probe]:
+    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, init=((D, H), {}))

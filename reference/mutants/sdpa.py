@@ -1,0 +1,113 @@
+"""Wrong variants of reference/sdpa.py, one per catalogued mistake (several spellings where
+candidates write the same mistake in ways that behave differently).
+
+Every mutant is the reference formula with one knob turned, so a candidate matching a
+mutant exactly has that mistake and no other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+
+import torch
+
+from attnkata.checker.diagnose.probes import Probe, attention_probes
+from attnkata.reference import sdpa as ref
+
+ENTRY = "scaled_dot_product_attention"
+
+
+def _safe_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    row_max = scores.amax(dim=dim, keepdim=True)
+    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+    weights = torch.exp(scores - row_max)
+    denom = weights.sum(dim=dim, keepdim=True)
+    return weights / torch.where(denom > 0, denom, torch.ones_like(denom))
+
+
+def _naive_softmax(scores: torch.Tensor, guarded: bool) -> torch.Tensor:
+    weights = torch.exp(scores)  # no max subtraction: overflows on large logits
+    denom = weights.sum(dim=-1, keepdim=True)
+    if guarded:
+        denom = torch.where(denom > 0, denom, torch.ones_like(denom))
+    return weights / denom
+
+
+def attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+    scale: float | None = None, *,
+    default_scale: Callable[[int], float] = lambda d: 1.0 / math.sqrt(d),
+    honour_scale: bool = True,
+    transpose: str = "last2",  # "T", "t", "01": the 2-D spellings
+    softmax: str = "safe",  # "torch", "naive", "naive-guarded"
+    dim: int = -1,
+    mask_mode: str = "fill",  # "flipped", "ignored", "added", "after", "add-big", "add-inf"
+    fill: float = float("-inf"),
+    hide_nan: str | None = None,  # "nan_to_num", "where": the NaN is computed, then hidden
+) -> torch.Tensor:
+    """The reference formula with knobs for the catalogued mistakes (all off = correct)."""
+    d = q.shape[-1]
+    s = default_scale(d) if scale is None or not honour_scale else scale
+    kt = {"last2": lambda: k.transpose(-2, -1), "T": lambda: k.T, "t": lambda: k.t(),
+          "01": lambda: k.transpose(0, 1)}[transpose]()
+    scores = (q @ kt) * s
+    if mask is not None:
+        if mask_mode == "fill":
+            scores = scores.masked_fill(~mask, fill)
+        elif mask_mode == "flipped":
+            scores = scores.masked_fill(mask, fill)
+        elif mask_mode == "added":
+            scores = scores + mask
+        elif mask_mode == "add-big":
+            scores = scores + (~mask).to(scores.dtype) * -1e9
+        elif mask_mode == "add-inf":  # an additive float mask of 0 / -inf
+            scores = scores + torch.zeros_like(scores).masked_fill(~mask, float("-inf"))
+    if softmax == "safe":
+        weights = _safe_softmax(scores, dim)
+    elif softmax == "torch":
+        weights = torch.softmax(scores, dim=dim)
+    else:
+        weights = _naive_softmax(scores, guarded=softmax == "naive-guarded")
+    if mask is not None and mask_mode == "after":
+        weights = weights * mask
+    if hide_nan == "nan_to_num":
+        weights = torch.nan_to_num(weights, nan=0.0)
+    elif hide_nan == "where" and mask is not None:
+        weights = torch.where(mask.any(dim=-1, keepdim=True), weights, torch.zeros_like(weights))
+    return weights @ v
+
+
+def _m(**knobs: object) -> Callable[..., torch.Tensor]:
+    return partial(attention, **knobs)
+
+
+MUTANTS = {
+    # Scale: the default wrong, the explicit `scale` honoured or not (candidates do both).
+    "missing-scale": [_m(default_scale=lambda d: 1.0, honour_scale=False), _m(default_scale=lambda d: 1.0)],
+    "scale-not-sqrt": [_m(default_scale=lambda d: 1.0 / d), _m(default_scale=lambda d: 1.0 / d, honour_scale=False)],
+    "scale-inverted": [_m(default_scale=lambda d: math.sqrt(d)),
+                       _m(default_scale=lambda d: math.sqrt(d), honour_scale=False)],
+    "scale-argument-ignored": _m(honour_scale=False),
+    "softmax-wrong-dim": [_m(dim=dim, softmax=kind) for dim in (-2, 1, 0) for kind in ("torch", "safe")],
+    "unstable-softmax": [_m(softmax="naive"), _m(softmax="naive-guarded")],
+    "mask-polarity-flipped": [_m(mask_mode="flipped"), _m(mask_mode="flipped", softmax="torch")],
+    "mask-ignored": _m(mask_mode="ignored"),
+    "mask-added-as-float": [_m(mask_mode="added"), _m(mask_mode="added", softmax="torch")],
+    "mask-applied-after-softmax": _m(mask_mode="after", softmax="torch"),
+    "fully-masked-row-nan": _m(softmax="torch"),
+    "fully-masked-row-uniform": [_m(fill=-1e9, softmax="torch"), _m(mask_mode="add-big", softmax="torch")],
+    # Filling with -inf kills the NaN's gradient in masked_fill's backward; only an additive
+    # -inf mask lets it through to q and k.
+    "fully-masked-row-nan-gradient": [_m(mask_mode="add-inf", softmax="torch", hide_nan="nan_to_num"),
+                                      _m(mask_mode="add-inf", softmax="torch", hide_nan="where")],
+    "transpose-2d-on-batched": [_m(transpose="T"), _m(transpose="t"), _m(transpose="01")],
+}
+
+
+def probes() -> list[Probe]:
+    return attention_probes(ENTRY)
+
+
+REFERENCE = ref
