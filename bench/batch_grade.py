@@ -13,7 +13,7 @@ with the same isolation and the same limits:
 Prints both throughputs (submissions per second) and their ratio, and checks that both sides
 agree on which submissions pass.
 
-    python bench/batch_grade.py            # N=40, J=cores, T=2
+    python bench/batch_grade.py            # N=40, J=cores, T=2, attnkata timed 3 times (median)
     python bench/batch_grade.py --n 100 --jobs 2
 """
 
@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,7 +53,8 @@ WRONG = {
 }
 HOSTILE = {
     "infinite-loop": "def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    while True:\n        pass\n",
-    "sys-exit": "import sys\nsys.exit(1)\n",
+    "sys-exit": "import sys\n\n\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n"
+                "    return q\n\n\nsys.exit(1)  # at import\n",
     "huge-alloc": "import torch\n\n\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n"
                   "    big = torch.empty(1 << 40, dtype=torch.uint8)\n    return big\n",
     "os-exit": "import os\n\n\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    os._exit(3)\n",
@@ -117,6 +119,9 @@ def run_naive(subs: Path, students: list[str], jobs: int, timeout: float) -> tup
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=40, help="synthetic submissions (default 40)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="time `kata set grade` this many times and use the median (default 3); the naive "
+                         "run is long enough to average out other load on the machine")
     ap.add_argument("--jobs", type=int, default=None, help="parallel workers for both sides (default: cores)")
     ap.add_argument("--timeout", type=float, default=2.0, help="candidate seconds per submission (default 2)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
@@ -136,9 +141,14 @@ def main() -> None:
           f"timeout={args.timeout:g}s per submission, {os.cpu_count()} CPUs visible")
     print("mix: " + ", ".join(f"{k} {v}" for k, v in sorted(mix.items(), key=lambda kv: -kv[1])))
 
-    ours, our_status, cmd = run_attnkata(bundle, subs, tmp / "out", jobs, args.timeout)
+    runs = []
+    for _ in range(max(1, args.repeat)):
+        wall, our_status, cmd = run_attnkata(bundle, subs, tmp / "out", jobs, args.timeout)
+        runs.append(wall)
+    ours = statistics.median(runs)
     print(f"\nattnkata: {cmd}")
-    print(f"  {ours:.1f} s wall, {args.n / ours:.2f} submissions/s")
+    print(f"  runs: {', '.join(f'{r:.1f}' for r in runs)} s; median {ours:.1f} s wall, "
+          f"{args.n / ours:.2f} submissions/s")
     naive, naive_status = run_naive(subs, sorted(kinds), jobs, args.timeout)
     example = shlex.join(naive_command(subs / "s000" / "sdpa.py", args.timeout))
     print(f"naive ({jobs} at a time): {example}")

@@ -100,8 +100,11 @@ def _pytest_args(kata: Kata, path: Path) -> list[str]:
 
 
 def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "en",
-          diagnose: bool = True) -> Result:
-    """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file."""
+          diagnose: bool = True, maxfail: int | None = None) -> Result:
+    """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file.
+
+    `maxfail`: stop grading after that many failed tests (the diagnosis still runs); for
+    callers that only need "it fails" and the diagnosis, such as the mutation matrix."""
     import pytest
 
     from attnkata.checker import plugin
@@ -137,7 +140,8 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
         collector = plugin.Collector(candidate)
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _no_plugin_autoload():
-            code = pytest.main(_pytest_args(kata, path), plugins=[plugin, collector])
+            args = _pytest_args(kata, path) + ([f"--maxfail={maxfail}"] if maxfail else [])
+            code = pytest.main(args, plugins=[plugin, collector])
         t_tests = time.perf_counter()
         if collector.collect_errors or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             detail = (collector.collect_errors or [out.getvalue()[-1500:]])[0]

@@ -62,10 +62,10 @@ def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
 GRID_LABELS = {
     "en": {"caption": "which keys each query may attend (rows = queries, columns = keys; ■ attends, · not, ? NaN)",
            "expected": "expected", "got": "yours", "heads": "KV head used by each query head",
-           "q": "query head", "not_run": "(your code did not return a mask here)"},
+           "not_run": "(your code did not return a mask here)"},
     "zh": {"caption": "每个查询能关注哪些键（行 = 查询，列 = 键；■ 关注，· 不关注，? NaN）",
            "expected": "应为", "got": "你的", "heads": "每个查询头使用的 KV 头",
-           "q": "查询头", "not_run": "（你的代码在这里没有返回可画的结果）"},
+           "not_run": "（你的代码在这里没有返回可画的结果）"},
 }
 
 
@@ -97,12 +97,11 @@ def mask_grids(data: dict, lang: str) -> Group:
     return Group(Text(labels["caption"], style="dim"), table)
 
 
-def head_maps(data: dict, lang: str) -> Table:
+def head_maps(data: dict, lang: str) -> Group:
     """Which KV head each query head read: expected row and the candidate's row."""
     labels = GRID_LABELS.get(lang, GRID_LABELS["en"])
     expected, got = data["head_map_expected"], data.get("head_map_got") or []
-    table = Table(box=None, show_edge=False, padding=(0, 1), title=labels["heads"], title_justify="left",
-                  title_style="dim")
+    table = Table(box=None, show_edge=False, padding=(0, 1, 0, 0))
     table.add_column("", style="dim", no_wrap=True)
     for h in range(len(expected)):
         table.add_column(str(h), justify="right")
@@ -110,7 +109,7 @@ def head_maps(data: dict, lang: str) -> Table:
     if got:
         table.add_row(labels["got"], *[Text(str(x), style="bold red" if i < len(expected) and x != expected[i] else "")
                                        for i, x in enumerate(got)])
-    return table
+    return Group(Text(labels["heads"], style="dim"), table)
 
 
 def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel:

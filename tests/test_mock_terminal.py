@@ -68,6 +68,9 @@ class Tmux:
     def send(self, key: str) -> None:
         self._tmux("send-keys", "-t", "t", key)
 
+    def send_line(self, text: str) -> None:
+        self._tmux("send-keys", "-t", "t", text, "Enter")
+
     def kill9(self) -> None:
         """SIGKILL the program in the pane, as a closed laptop or an OOM killer would."""
         pid = int(self._tmux("list-panes", "-t", "t", "-F", "#{pane_pid}").split()[0])
@@ -124,6 +127,9 @@ class Pexpect:
     def send(self, key: str) -> None:
         self.child.send(key)
 
+    def send_line(self, text: str) -> None:
+        self.child.send(text + "\r")
+
     def kill9(self) -> None:
         os.kill(self.child.pid, signal.SIGKILL)
         self.child.wait()  # our own child: reap it
@@ -167,6 +173,14 @@ def test_screen_checks_then_survives_kill_and_resumes(tmp_path, term):
     if term.name == "tmux":  # the countdown moves by itself
         clock = re.search(r"Time left\s+(\d\d:\d\d)", first)[1]
         term.wait_for(r"Time left\s+(?!" + clock + r")\d\d:\d\d", timeout=5)
+
+    term.send("v")  # the statement in a pager, then back to the countdown
+    statement = (folder / "sdpa.statement.md").read_text(encoding="utf-8").splitlines()
+    prose = next(line for line in statement if line[:1].isalpha())
+    # less shows the top of the statement; a plain pager prints it all and asks for Enter
+    term.wait_for(re.escape(" ".join(re.sub(r"[`*]", "", prose).split()[:2])) + "|Press Enter to return")
+    term.send_line("q")  # q leaves less; Enter leaves the plain pager where there is no less
+    term.wait_for(r"Time left\s+\d\d:\d\d")
 
     term.send("c")  # check the untouched skeleton: it raises NotImplementedError
     term.wait_for(r"ERROR core 0/\d+")

@@ -241,13 +241,18 @@ def test_hints_cost_points_and_follow_mistakes(tmp_path, monkeypatch):
     s = start(tmp_path, monkeypatch)
     with sess.mutate(s.folder) as cur:
         cur.problems[0].checks.append({"t": 1.0, "status": "fail", "passed": 0, "total": 1, "tiers": {},
-                                       "diagnoses": ["fully-masked-row-nan"], "titles": {}})
-    seen = []
+                                       "diagnoses": ["fully-masked-row-nan", "input-mutated", "no-such-id"],
+                                       "titles": {}})
+    seen, texts = [], []
     while (got := sess.take_hint(s.folder, "sdpa")) is not None:
         seen.append(got[1])
-    targeted = [f"mistake:{h.mistake}" for h in SDPA.hints if h.mistake == "fully-masked-row-nan"]
+        texts.append(got[2])
+    # the kata's own hint for a diagnosed mistake first, then the catalogue's fix for one the
+    # kata has no hint for, then the progressive hints; an unknown id gives nothing
+    assert SDPA.hint_for("fully-masked-row-nan") and not SDPA.hint_for("input-mutated")
     levels = [f"level:{i}" for i in range(1, len(SDPA.progressive_hints) + 1)]
-    assert seen == targeted + levels
+    assert seen == ["mistake:fully-masked-row-nan", "mistake:input-mutated"] + levels
+    assert texts[0] == SDPA.hint_for("fully-masked-row-nan").text.en
     s = sess.load(s.folder)
     assert s.problems[0].hints == seen
     with connect() as conn:
@@ -270,6 +275,8 @@ def test_solution_is_refused_during_a_mock(tmp_path, monkeypatch):
     res = runner.invoke(app, ["solution", "sdpa", "--yes"])
     assert res.exit_code == 2
     assert "not available during a mock interview" in res.output and s.id in res.output
+    res = runner.invoke(app, ["hint", "sdpa"])  # free hints would bypass the mock's cost
+    assert res.exit_code == 2 and "kata mock hint sdpa" in res.output
     res = runner.invoke(app, ["mock", "abandon", "--yes"])
     assert res.exit_code == 0 and "abandoned" in res.output
     assert sess.load(s.folder).state == sess.ABANDONED
@@ -381,3 +388,18 @@ def test_screen_controller_keys_checks_and_deadline(tmp_path, monkeypatch):
     done = sess.load(s.folder)
     assert (done.state, done.submit_reason, done.submitted) == (sess.SUBMITTED, "deadline", t0 + 1800)
     assert clock_text(65) == "01:05" and clock_text(3725) == "1:02:05" and QUIT == "quit"
+
+
+@pytest.mark.parametrize("kata_id", list(catalog.all_katas()))
+def test_every_katas_followups_can_be_asked_and_answered(kata_id):
+    kata = catalog.get_kata(kata_id)
+    for seed in range(5):
+        for q in followups.questions_for(kata, seed):
+            for lang in ("en", "zh"):
+                for name in q["params"]:
+                    assert "{" + name + "}" not in q["prompt"][lang], q["id"]
+            right = {"numeric": q["expected"], "open": 2,
+                     "choice": followups.LETTERS[q["correct"] or 0],
+                     "order": [followups.LETTERS[i] for i in q["order"] or []]}[q["kind"]]
+            graded = followups.grade(q, right)
+            assert graded["points"] == followups.MAX_POINTS, (q["id"], graded)

@@ -165,6 +165,16 @@ def test_the_handout_is_self_contained_and_printable(graded):
     assert "{{conventions}}" not in page
 
 
+def test_force_never_replaces_a_set_that_holds_grading_results(graded, tmp_path):
+    bundle = tmp_path / "set"
+    shutil.copytree(graded.bundle, bundle)
+    (bundle / "instructor" / "results" / "class-a").mkdir(parents=True)
+    (bundle / "instructor" / "results" / "class-a" / "journal.jsonl").write_text("{}\n")
+    res = kata("set", "create", "--katas", "sdpa", "--out", bundle, "--force")
+    assert res.exit_code == 2 and "holds grading results" in said(res)
+    assert (bundle / "instructor" / "results" / "class-a" / "journal.jsonl").is_file()
+
+
 def test_create_refuses_bad_input(tmp_path):
     res = kata("set", "create", "--katas", "sdpaa", "--out", tmp_path / "a")
     assert res.exit_code == 2 and "did you mean 'sdpa'" in said(res)
@@ -379,3 +389,45 @@ def test_a_submission_that_kills_its_grading_process_does_not_stop_the_batch(gra
     mallory = res.entry("mallory", "sdpa")
     assert mallory.status == "error" and mallory.result["diagnostics"][0]["id"] == "grader-process-died"
     assert res.entry("zed", "sdpa").status == "pass"
+
+
+def _module_kata():
+    for kata_id in ("mha", "gqa", "mla"):
+        try:
+            kata_def = load_set_kata(kata_id)
+        except Exception:  # noqa: BLE001 - another kata being written must not fail this file
+            continue
+        if kata_def.skeleton_path.is_file():
+            return kata_def
+    return None
+
+
+def test_public_samples_of_a_module_kata_replay_weights_and_calls(tmp_path):
+    import importlib.util
+
+    from attnkata.checker.sets import samples
+    from attnkata.checker.sets.manifest import reference_file
+
+    kata_def = _module_kata()
+    if kata_def is None:
+        pytest.skip("no module kata (mha, gqa, mla) is installed")
+    doc, skipped, recorded = samples.build_samples(kata_def, 2, seed=7)
+    assert len(doc["cases"]) == 2, skipped
+    assert any(s["op"] == "load_state" for s in doc["cases"][0]["steps"])
+    assert samples.write_doc(kata_def, tmp_path, doc) == 2
+    spec = importlib.util.spec_from_file_location("public_under_test", tmp_path / f"test_public_{kata_def.module_name}.py")
+    public = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(public)
+
+    def load(path: Path):
+        s = importlib.util.spec_from_file_location(f"sol_{path.stem}", path)
+        mod = importlib.util.module_from_spec(s)
+        s.loader.exec_module(mod)
+        return mod
+
+    ref = load(reference_file(kata_def))
+    for case in doc["cases"]:
+        public.test_sample(ref, case)  # the reference passes its own samples
+    skeleton = load(kata_def.skeleton_path)
+    with pytest.raises(NotImplementedError):
+        public.test_sample(skeleton, doc["cases"][0])

@@ -53,6 +53,7 @@ reference and `tests/fixtures/alt/<kata>/*.py` solution gets no essential diagno
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,19 @@ def diagnose_result(kata: Kata, path: Path, source: str, result: Result, candida
 
     May also drop from `result.diagnostics` the runner's generic entries (an exception, a
     banned API) that a catalogued diagnosis now explains, so nothing is said twice."""
-    from attnkata.checker.diagnose.engine import diagnose
+    try:
+        from attnkata.checker.diagnose.engine import diagnose
 
-    return diagnose(kata, path, source, result, candidate, lang)
+        return diagnose(kata, path, source, result, candidate, lang)
+    except Exception as exc:  # a bug in the diagnosis must never cost the candidate their grade
+        if os.environ.get("ATTNKATA_STRICT_DIAGNOSIS"):
+            raise
+        from attnkata.checker.diagnose import catalogue
+        from attnkata.checker.models import Diagnostic
+
+        m = catalogue.get(catalogue.NO_MATCH)
+        note = (f"the diagnosis itself failed ({type(exc).__name__}: {exc}); please report it" if lang != "zh"
+                else f"诊断本身出错了（{type(exc).__name__}：{exc}），请报告这个问题")
+        return [Diagnostic(id=m.id, severity=m.severity, title=m.render("title", lang),
+                           explanation=m.render("explanation", lang).strip(), fix=m.render("fix", lang),
+                           evidence=[note])]

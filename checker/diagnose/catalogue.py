@@ -8,6 +8,7 @@ torch.
 from __future__ import annotations
 
 import math
+import re
 import string
 import tomllib
 from dataclasses import dataclass, field
@@ -30,6 +31,12 @@ SYMBOLS: dict[str, str] = {
     "qk": "nope + rope", "got_keys": "W + 1 (or W - 1)", "elements": "L * S", "shape": "(..., L, S)",
     "op": "an op", "api": "a banned API", "in_dtype": "float32", "out_dtype": "float64",
     "which": "an input", "op_note": "", "scale": "s", "closest": "", "warning": "a RuntimeWarning",
+    "got_type": "another type", "want_type": "the type of the reference's output",
+}
+
+SYMBOLS_ZH: dict[str, str] = {
+    "got_keys": "W + 1（或 W - 1）", "op": "某个算子", "api": "被禁止的 API", "which": "某个输入",
+    "warning": "RuntimeWarning", "got_type": "其他类型", "want_type": "参考输出的类型",
 }
 
 
@@ -59,17 +66,45 @@ class Mistake:
         """`title`/`explanation`/`fix`/`hides` in `lang`, with the candidate's numbers filled in
         (symbols where a number is unknown)."""
         text: Text = getattr(self, what)
-        return text.get(lang).format_map(_Params(params or {}))
+        rendered = text.get(lang).format_map(_Params(params or {}, lang))
+        # Without numbers "H = {H}" would read "H = H": keep one side. Symbols come back
+        # wrapped in markers so that only they are collapsed, never the text's own "x = x * s".
+        return _strip_marks(_collapse(rendered))
+
+
+_OPEN, _CLOSE = "\x00", "\x01"
+# " = " followed by symbols only (joined by operators), e.g. " = \x00D\x01 / \x00H\x01".
+_SYMBOLIC_RHS = re.compile(r" = (\x00[^\x00\x01]*\x01(?: [/*+-] \x00[^\x00\x01]*\x01)*)")
+
+
+def _strip_marks(text: str) -> str:
+    return text.replace(_OPEN, "").replace(_CLOSE, "")
+
+
+def _collapse(text: str) -> str:
+    """Drop " = <symbols>" where the text just before it already says the same thing."""
+    while True:
+        for m in _SYMBOLIC_RHS.finditer(text):
+            rhs = _strip_marks(m.group(1))
+            left = _strip_marks(text[:m.start()])
+            before = left[-len(rhs) - 1:-len(rhs)] if len(left) > len(rhs) else ""
+            if left.endswith(rhs) and not (before.isalnum() or before in "_./"):
+                text = text[:m.start()] + text[m.end():]
+                break
+        else:
+            return text
 
 
 class _Params(dict):
     """format_map source: given values (numbers shown compactly), else the symbol."""
 
-    def __init__(self, given: dict[str, Any]) -> None:
+    def __init__(self, given: dict[str, Any], lang: str = "en") -> None:
         super().__init__({k: _fmt(v) for k, v in given.items()})
+        self.lang = lang
 
     def __missing__(self, key: str) -> str:
-        return SYMBOLS.get(key, key)
+        symbol = SYMBOLS_ZH[key] if self.lang == "zh" and key in SYMBOLS_ZH else SYMBOLS.get(key, key)
+        return f"{_OPEN}{symbol}{_CLOSE}"
 
 
 def _fmt(value: Any) -> str:

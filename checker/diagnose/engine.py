@@ -6,6 +6,7 @@ Runs in the grading process after the grader, while the candidate's child is sti
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import time
@@ -15,6 +16,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+import torch
+
 from attnkata.checker.catalog import Kata
 from attnkata.checker.diagnose import catalogue as cat
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
@@ -23,7 +27,15 @@ from attnkata.checker.diagnose.crashes import classify
 from attnkata.checker.diagnose.probes import Probe, grid_of
 from attnkata.checker.diagnose.subjects import FunctionSubject, ModuleSubject, Observed
 from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result, SourceRef
-from attnkata.checker.proxy import Candidate, CandidateBanned, Limits
+from attnkata.checker.proxy import (
+    Candidate,
+    CandidateBanned,
+    CandidateCrashed,
+    CandidateExited,
+    CandidateMemory,
+    CandidateTimeout,
+    Limits,
+)
 
 # Diagnosis probes get a shorter leash than tests: they are small, and diagnosis must stay fast.
 PROBE_CALL_TIMEOUT = 2.0
@@ -141,6 +153,9 @@ class Engine:
     def t(self, en: str, zh: str) -> str:
         return _t(self.lang, en, zh)
 
+    def pname(self, probe: Probe) -> str:
+        return probe.name_zh if self.lang == "zh" and probe.name_zh else probe.name
+
     def applies(self, mid: str) -> bool:
         return mid in cat.catalogue() and (mid in self.kata.mistakes or cat.get(mid).applies_to(self.kata.id))
 
@@ -169,11 +184,18 @@ class Engine:
                                        total_timeout=saved.total_timeout, memory_mb=saved.memory_mb)
         t0 = time.perf_counter()
         try:
+            stop = ""
             for p in self.spec.probes:
                 if time.perf_counter() - t0 > PROBE_TIME_BUDGET:
-                    self.cand_obs.append(Observed(error=("Skipped", "diagnosis time budget used up")))
+                    stop = "diagnosis time budget used up"
+                if stop:
+                    self.cand_obs.append(Observed(error=("Skipped", stop)))
                     continue
-                self.cand_obs.append(self.spec.subject.candidate_call(self.candidate, p))
+                obs = self.spec.subject.candidate_call(self.candidate, p)
+                self.cand_obs.append(obs)
+                # A child that died or hung once will do it again: the runner reports that.
+                if isinstance(obs.failure, CandidateCrashed | CandidateExited | CandidateTimeout | CandidateMemory):
+                    stop = f"stopped after {type(obs.failure).__name__}"
         finally:
             self.candidate.limits = saved
 
@@ -193,8 +215,9 @@ class Engine:
         by_name = {p.name: p for p in probes}
         for mid, shown in verdict.matched.items():
             names = ", ".join(f"'{s}'" for s in shown[:3])
+            names_zh = "、".join(f"“{self.pname(by_name[s])}”" for s in shown[:3])
             ev = self.t(f"reproduced on the probe(s) {names}: your output equals the known-wrong variant and "
-                        "differs from the reference", f"在探测输入 {names} 上复现：你的输出与已知错误写法一致，与参考答案不同")
+                        "differs from the reference", f"在探测输入 {names_zh} 上复现：你的输出与已知错误写法一致，与参考答案不同")
             f = self.findings.add(mid, strength, ev, probe=by_name.get(shown[0]) if shown else None)
             # Errors the mutant raises too are part of this mistake: the runner's generic
             # "your code raised ..." for them is explained, and its lines are the mistake's.
@@ -220,14 +243,14 @@ class Engine:
         for p, c, r in zip(self.spec.probes, self.cand_obs, self.ref_obs or [None] * len(self.cand_obs), strict=False):
             if c.failure is not None and isinstance(c.failure, CandidateBanned):
                 self.findings.add("banned-api", 2, self.t(f"probe '{p.name}': {c.failure.message}",
-                                                          f"探测输入“{p.name}”：{c.failure.message}"),
+                                                          f"探测输入“{self.pname(p)}”：{c.failure.message}"),
                                   params={"api": _api_name(c.failure.message)})
             if c.error is not None and c.error[0] != "Skipped":
                 mid = classify(c.error[1], self.kata.id, p.params)
                 if mid and self.applies(mid):
                     refs = _frame_refs(c, self.src)
                     self.findings.add(mid, 2, self.t(f"probe '{p.name}' raised {c.error[0]}: {c.error[1][:160]}",
-                                                     f"探测输入“{p.name}”抛出 {c.error[0]}：{c.error[1][:160]}"),
+                                                     f"探测输入“{self.pname(p)}”抛出 {c.error[0]}：{c.error[1][:160]}"),
                                       source=refs, probe=p)
                 continue
             for w in c.warnings:
@@ -235,14 +258,21 @@ class Engine:
                 if mid and self.applies(mid):
                     line = [SourceRef(w["line"], text=_line(self.src, w["line"]))] if w.get("line") else []
                     self.findings.add(mid, 2, self.t(f"probe '{p.name}' warned: {w['message'][:120]}",
-                                                     f"探测输入“{p.name}”发出警告：{w['message'][:120]}"),
+                                                     f"探测输入“{self.pname(p)}”发出警告：{w['message'][:120]}"),
                                       source=line, probe=p)
+            if r is not None and r.ok and c.ok and not (self.verdict and self.verdict.matched):
+                want_kind, got_kind = _kind(r.value), _kind(c.value)
+                if want_kind != got_kind and self.applies("wrong-return-type"):
+                    self.findings.add("wrong-return-type", 2,
+                                      self.t(f"probe '{p.name}': returned {got_kind}, expected {want_kind}",
+                                             f"探测输入“{self.pname(p)}”：返回了 {got_kind}，应为 {want_kind}"),
+                                      params={"got_type": got_kind, "want_type": want_kind}, probe=p)
             if r is not None and r.ok:
                 want, got = output_dtype(r), output_dtype(c)
                 if want and got and want != got and self.applies("dtype-not-preserved"):
                     self.findings.add("dtype-not-preserved", 2,
                                       self.t(f"probe '{p.name}': {want} inputs gave a {got} output",
-                                             f"探测输入“{p.name}”：{want} 输入得到了 {got} 输出"),
+                                             f"探测输入“{self.pname(p)}”：{want} 输入得到了 {got} 输出"),
                                       params={"in_dtype": want, "out_dtype": got}, probe=p)
                 if self.applies("numpy-float-warning") and self._values_match(c, r):
                     runtime = [w for w in c.warnings if w["category"] == "RuntimeWarning"]
@@ -251,18 +281,18 @@ class Engine:
                         line = [SourceRef(w["line"], text=_line(self.src, w["line"]))] if w.get("line") else []
                         self.findings.add("numpy-float-warning", 2,
                                           self.t(f"probe '{p.name}': right values, but NumPy warned '{w['message']}'",
-                                                 f"探测输入“{p.name}”：数值正确，但 NumPy 警告“{w['message']}”"),
+                                                 f"探测输入“{self.pname(p)}”：数值正确，但 NumPy 警告“{w['message']}”"),
                                           source=line, params={"warning": w["message"]}, probe=p)
             if c.mutated and self.applies("input-mutated"):
                 ops = sorted({x["op"] for x in c.trace.get("inplace_on_inputs", [])})
-                which = ", ".join(c.mutated)
+                which = ", ".join(self._arg_name(p.entry, m) for m in c.mutated)
                 note = (f" ({', '.join(ops)})" if self.lang == "en" else f"（{', '.join(ops)}）") if ops else ""
                 self.findings.add("input-mutated", 2, self.t(f"probe '{p.name}': {which} changed during the call",
-                                                             f"探测输入“{p.name}”：调用过程中 {which} 被修改"),
+                                                             f"探测输入“{self.pname(p)}”：调用过程中 {which} 被修改"),
                                   params={"which": which, "op_note": note}, probe=p)
             if p.repeat and c.ok and not _equal(c.value, c.second) and self.applies("dropout-in-eval"):
                 self.findings.add("dropout-in-eval", 2, self.t(f"probe '{p.name}': two identical calls gave different outputs",
-                                                               f"探测输入“{p.name}”：两次相同的调用得到了不同的输出"), probe=p)
+                                                               f"探测输入“{self.pname(p)}”：两次相同的调用得到了不同的输出"), probe=p)
             if p.budget is not None and c.ok:
                 mid, limit = p.budget
                 largest = c.trace.get("largest", {})
@@ -270,9 +300,22 @@ class Engine:
                     shape = "x".join(str(s) for s in largest.get("shape", []))
                     self.findings.add(mid, 2, self.t(
                         f"probe '{p.name}': largest intermediate {shape} ({largest.get('elements')} elements) from {largest.get('op')}",
-                        f"探测输入“{p.name}”：最大的中间张量 {shape}（{largest.get('elements')} 个元素），来自 {largest.get('op')}"),
+                        f"探测输入“{self.pname(p)}”：最大的中间张量 {shape}（{largest.get('elements')} 个元素），来自 {largest.get('op')}"),
                         params={"elements": largest.get("elements"), "shape": f"({', '.join(str(s) for s in largest.get('shape', []))})",
                                 "op": largest.get("op")}, probe=p)
+
+    def _arg_name(self, entry: str, label: str) -> str:
+        """"argument 0" -> "`q` (argument 0)", from the skeleton's signature of `entry`."""
+        from attnkata.checker.static import signatures
+
+        m = re.fullmatch(r"argument (\d+)", label)
+        try:
+            sig = signatures(ast.parse(self.kata.skeleton_path.read_text(encoding="utf-8"))).get(entry)
+        except (OSError, SyntaxError):
+            sig = None
+        if m and sig is not None and sig.kind == "function" and int(m.group(1)) < len(sig.params):
+            return f"`{sig.params[int(m.group(1))]}` ({label})"
+        return label
 
     def _values_match(self, c: Observed, r: Observed) -> bool:
         from attnkata.checker.diagnose.behaviour import differs, flatten
@@ -309,6 +352,7 @@ class Engine:
                 data.update(extra(f.id, self.spec.probes, self.cand_obs, self.spec.subject) or {})
             if not f.source:
                 f.source = locate(f.id, self.src)
+            f.source = _merge_refs(f.source, self.src)
             severity = m.severity if f.strength >= 2 else "actionable"
             out.append(Diagnostic(
                 id=f.id, severity=severity, title=m.render("title", self.lang, params),
@@ -355,7 +399,7 @@ class Engine:
     def _no_match(self) -> Diagnostic:
         m = cat.get(cat.NO_MATCH)
         closest = ""
-        if self.verdict is not None and self.verdict.closest and self.verdict.closest[1] >= 0.25:
+        if self.verdict is not None and self.verdict.closest and self.verdict.closest[1] >= 0.5:
             mid, share = self.verdict.closest
             title = cat.get(mid).render("title", self.lang)
             closest = self.t(f"The closest catalogued mistake, '{title}' ({mid}), reproduces only {share:.0%} of "
@@ -364,8 +408,10 @@ class Engine:
         failing = [t for t in self.result.tests if t.status not in (PASS, "skip")]
         evidence = [self.t(f"failing: {t.id}", f"未通过：{t.id}") for t in failing[:3]]
         if self.verdict is not None and self.verdict.failing_probes:
+            by_name = {p.name: p for p in self.spec.probes} if self.spec else {}
+            names = [self.pname(by_name[n]) if n in by_name else n for n in self.verdict.failing_probes[:4]]
             evidence.append(self.t("the diagnosis probes that differ: ", "输出不同的诊断探测输入：")
-                            + ", ".join(self.verdict.failing_probes[:4]))
+                            + ("、" if self.lang == "zh" else ", ").join(names))
         return Diagnostic(id=m.id, severity=m.severity, title=m.render("title", self.lang),
                           explanation=m.render("explanation", self.lang, {"closest": closest}).strip(),
                           fix=m.render("fix", self.lang), evidence=evidence, link=m.link(self.kata.id, self.lang))
@@ -383,6 +429,32 @@ class Engine:
         self.result.diagnostics[:] = [d for i, d in enumerate(self.result.diagnostics)
                                       if i not in self.explained_runner and d.id not in mine]
         return diags
+
+
+def _merge_refs(refs: list[SourceRef], src: Source) -> list[SourceRef]:
+    """Adjacent or overlapping lines become one range (shown as one snippet)."""
+    out: list[SourceRef] = []
+    for ref in sorted(refs, key=lambda r: r.line):
+        end = ref.end_line or ref.line
+        if out and ref.line <= (out[-1].end_line or out[-1].line) + 1:
+            last = out[-1]
+            last.end_line = max(last.end_line or last.line, end)
+            continue
+        out.append(SourceRef(line=ref.line, end_line=ref.end_line, text=ref.text or _line(src, ref.line)))
+    return out
+
+
+def _kind(value: Any) -> str:
+    """What kind of object an output is, in the words of the contract."""
+    if isinstance(value, torch.Tensor):
+        return "a torch.Tensor"
+    if isinstance(value, np.ndarray):
+        return "a numpy.ndarray"
+    if isinstance(value, tuple | list):
+        return f"a {type(value).__name__} of {len(value)}"
+    if value is None:
+        return "None"
+    return f"a {getattr(value, 'type_name', type(value).__name__)}"
 
 
 def _norm(message: str) -> str:

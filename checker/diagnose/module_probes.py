@@ -1,8 +1,10 @@
 """Diagnosis building blocks shared by the module katas (mha, mqa, gqa, mla, perceiver-latent).
 
-- `seeded(cls)`: the reference class with weights drawn like the graders' (`weights.seeded_`)
-  from the seed the probe sets, so logits are O(1) and scale and mask mistakes show (PyTorch's
-  default init gives a nearly uniform softmax that hides them).
+- `seeded(cls, craft)`: the reference class with weights drawn like the graders'
+  (`weights.seeded_`) from the seed the probe sets, so logits are O(1) and scale and mask
+  mistakes show (PyTorch's default init gives a nearly uniform softmax that hides them); with
+  the seed `GRID_SEED`, `craft` sets weights that turn the output into the attention weights
+  (q = k = 0, V = I, W_o = I) for the mask grid.
 - `Knobs` and `core`: the attention core of every module kata with one knob per catalogued
   mistake (all knobs at their defaults = the reference); the katas' mutants are the
   reference modules with one knob turned.
@@ -26,20 +28,45 @@ from attnkata.checker.probes import randn
 from attnkata.checker.weights import seeded_
 
 INF = float("inf")
+GRID_SEED = 9000  # the probe seed whose reference gets `craft`ed weights (see `seeded`)
 
 
-def seeded(cls: type[nn.Module]) -> type[nn.Module]:
+def seeded(cls: type[nn.Module], craft: Any = None) -> type[nn.Module]:
     """`cls` whose constructor re-initialises every parameter from the seed the diagnosis set
-    just before building the reference (`torch.manual_seed(probe.seed)`), as the graders do."""
+    just before building the reference (`torch.manual_seed(probe.seed)`), as the graders do;
+    with the seed GRID_SEED, `craft(module)` then sets the grid probe's weights."""
 
     class Seeded(cls):  # type: ignore[valid-type, misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            seeded_(self, torch.initial_seed())
+            seed = torch.initial_seed()
+            seeded_(self, seed)
+            if craft is not None and seed == GRID_SEED:
+                with torch.no_grad():
+                    craft(self)
 
     Seeded.__name__ = Seeded.__qualname__ = cls.__name__
     Seeded.__module__ = cls.__module__
     return Seeded
+
+
+def eye_(weight: torch.Tensor) -> None:
+    """A (possibly rectangular) identity: output feature i reads input feature i."""
+    weight.copy_(torch.eye(*weight.shape, dtype=weight.dtype))
+
+
+def craft_identity_values(m: nn.Module) -> None:
+    """q = k = 0 (every allowed key scores the same), V = I and W_o = I, no biases: with one-hot
+    inputs x[:, j] = e_j the output row of query i is its attention weights over the keys."""
+    for p in m.parameters():
+        p.zero_()
+    eye_(m.v_proj.weight)
+    eye_(m.o_proj.weight)
+
+
+def one_hot_inputs(B: int, L: int, D: int) -> torch.Tensor:
+    """x[b, j] = e_j: token j carries feature j only (L <= D)."""
+    return torch.eye(L, D, dtype=torch.float64).expand(B, L, D).clone()
 
 
 # -- the attention core with its mistakes ---------------------------------------------------
@@ -53,12 +80,14 @@ class Knobs:
     out_proj: apply the output projection.
     kv_order: "interleave" (query head h reads KV head h // g) or "repeat" (h % Hkv).
     scale: a name the kata's forward maps to a number ("d" = the reference).
-    softmax: "safe" (zeros for an empty row), "torch", "naive" (no max subtraction),
+    softmax: "safe" (zeros for an empty row), "torch", "torch-guarded" (rows with no key
+        set to 0 before torch.softmax and zeroed after it), "naive" (no max subtraction),
         "naive-guarded" (no max subtraction, empty rows guarded).
     dim: the softmax dim.
     fill: what masked scores are filled with.
     mask: how the caller's mask is applied: "fill", "flipped" (the caller's mask negated),
-        "flipped-all" (the combined mask negated), "ignored" (the caller's mask dropped),
+        "flipped-all" (the combined mask negated), "flipped-ones" (the combined mask, built
+        from all-True, negated: everything blocked without a mask), "ignored" (the caller's mask dropped),
         "ignored-all" (no mask at all), "after" (the combined mask multiplies the softmax
         output), "added" (the boolean mask added to the scores), "add-big" (-1e9 added where
         masked), "transposed" (the caller's mask read as [key, query]).
@@ -106,6 +135,10 @@ def _and(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
 def softmax(scores: torch.Tensor, how: str, dim: int) -> torch.Tensor:
     if how == "torch":
         return torch.softmax(scores, dim=dim)
+    if how == "torch-guarded":
+        # Empty rows are found along the keys whatever `dim` is: that is how candidates write it.
+        empty = torch.isneginf(scores).all(dim=-1, keepdim=True)
+        return torch.softmax(scores.masked_fill(empty, 0.0), dim=dim).masked_fill(empty, 0.0)
     if how == "safe":
         row_max = scores.amax(dim=dim, keepdim=True)
         row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
@@ -133,8 +166,10 @@ def core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, attn_m
     elif mode == "ignored":
         attn_mask = None
     allowed = _and(attn_mask, causal)
+    if mode == "flipped-ones":
+        allowed = _and(torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device), allowed)
     if allowed is not None:
-        if mode == "flipped-all":
+        if mode in ("flipped-all", "flipped-ones"):
             scores = scores.masked_fill(allowed, knobs.fill)
         elif mode == "added":
             scores = scores + allowed
@@ -217,13 +252,13 @@ FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
     "missing-scale": [{"scale": "none"}],
     "scale-not-sqrt": [{"scale": "not-sqrt"}],
     "scale-inverted": [{"scale": "inverted"}],
-    "softmax-wrong-dim": [{"dim": dim, "softmax": how} for dim in (-2, 1) for how in ("torch", "safe")],
+    "softmax-wrong-dim": [{"dim": dim, "softmax": how} for dim in (-2, 1) for how in ("torch", "safe", "torch-guarded")],
     "unstable-softmax": [{"softmax": "naive"}, {"softmax": "naive-guarded"}],
     "causal-mask-inverted": [{"causal": "triu+1"}, {"causal": "triu"}],
     "causal-mask-excludes-diagonal": [{"causal": "tril-1"}],
     "causal-mask-leaks-future": [{"causal": "tril+1"}],
-    "mask-polarity-flipped": [{"mask": "flipped"}, {"mask": "flipped-all"},
-                              {"mask": "flipped", "softmax": "torch"}, {"mask": "flipped-all", "softmax": "torch"}],
+    "mask-polarity-flipped": [{"mask": mode, "softmax": how} for mode in ("flipped", "flipped-all", "flipped-ones")
+                              for how in ("safe", "torch")],
     "mask-ignored": [{"mask": "ignored"}, {"mask": "ignored-all"}],
     "mask-added-as-float": [{"mask": "added"}, {"mask": "added", "softmax": "torch"}],
     "mask-applied-after-softmax": [{"mask": "after", "softmax": "torch"}],
@@ -241,12 +276,17 @@ def family_mutants(base: type[nn.Module], kv_heads: Any, extra: dict[str, list[d
 
 
 def family_probes(entry: str, *, B: int, L: int, H: int, d: int, Hkv: int | None = None,
-                  init: tuple[tuple, dict[str, Any]]) -> list[Probe]:
+                  init: tuple[tuple, dict[str, Any]], grid_init: tuple[tuple, dict[str, Any]] | None = None,
+                  grid_sizes: dict[str, Any] | None = None) -> list[Probe]:
     """Probes of the self-attention modules: x (B, L, D) with the masks the contract allows.
 
     Every mask keeps at least one key and hides at least one in each row (no accidental
     empty rows, except in the probe made for them); with is_causal the caller's mask keeps
-    the diagonal, so combining the two never empties a row either."""
+    the diagonal, so combining the two never empties a row either.
+
+    `grid_init` (a constructor call whose module is D = L wide, built with GRID_SEED and the
+    kata's `craft`) adds the mask-grid probe: one-hot inputs, an attn_mask with one empty row,
+    and is_causal, so the output is the effective mask, drawn next to the expected one."""
     D = H * d
     sizes: dict[str, Any] = {"B": B, "L": L, "S": L, "H": H, "d": d, "D": D}
     if Hkv is not None:
@@ -264,7 +304,7 @@ def family_probes(entry: str, *, B: int, L: int, H: int, d: int, Hkv: int | None
     padding = (torch.arange(L)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, L)
     empty = with_empty_rows(strict_mask(B, 1, L, L, seed=303), [(0, 0, 1), (B - 1, 0, L - 1)])
     flat = strict_mask(L, L, seed=304)
-    return [
+    out = [
         probe("no mask", x(401), repeat=True),
         probe("attn_mask (B, 1, L, L)", x(402), {"attn_mask": mask}),
         probe("padding mask (B, 1, 1, L)", x(403), {"attn_mask": padding}),
@@ -278,6 +318,15 @@ def family_probes(entry: str, *, B: int, L: int, H: int, d: int, Hkv: int | None
         probe("other weights, padding mask and is_causal", x(410), {"attn_mask": padding, "is_causal": True},
               seed=8),
     ]
+    if grid_init is not None:
+        assert grid_sizes is not None
+        n, width = grid_sizes["L"], grid_sizes["D"]
+        grid_mask = with_empty_rows(strict_mask(2, 1, n, n, seed=305, p=0.7) | torch.eye(n, dtype=torch.bool),
+                                    [(0, 0, 2)])
+        out.append(Probe("mask grid (q = k = 0, V = I): attn_mask with an empty row, and is_causal", entry,
+                         (one_hot_inputs(2, n, width),), {"attn_mask": grid_mask, "is_causal": True},
+                         params={**sizes, **grid_sizes}, init=grid_init, seed=GRID_SEED, grid="weights"))
+    return out
 
 
 # -- GQA head map ---------------------------------------------------------------------------------

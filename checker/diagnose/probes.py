@@ -22,7 +22,7 @@ from attnkata.checker.probes import causal, randn
 class Probe:
     """One diagnosis call.
 
-    name: shown in evidence ("fully masked rows").
+    name: shown in evidence ("fully masked rows"); name_zh: the same in Chinese.
     entry: the function (function katas) or class (module katas) it calls.
     args/kwargs: the call's arguments (module katas: of forward).
     params: sizes quoted in explanations (d, D, H, Hkv, L, S, W, scale...).
@@ -48,6 +48,7 @@ class Probe:
     grad: tuple[tuple[int, ...], Any] | None = None
     repeat: bool = False
     budget: tuple[str, int] | None = None
+    name_zh: str = ""  # the name in Chinese evidence (else `name`)
 
 
 def strict_mask(*shape: int, seed: int, p: float = 0.5) -> torch.Tensor:
@@ -100,17 +101,20 @@ def attention_probes(entry: str, *, numpy: bool = False) -> list[Probe]:
     grid_v = torch.eye(S, dtype=torch.float64).expand(B, H, S, S).clone()
 
     probes = [
-        Probe("no mask", entry, qkv(201), params=sizes),
-        Probe("2-D inputs (L, d)", entry, qkv(202, lead=()), params=sizes),
-        Probe("3-D inputs (B, L, d)", entry, qkv(203, lead=(4,)), params=sizes),
-        Probe("random mask (B, 1, L, S)", entry, qkv(204), {"mask": mask}, params=sizes),
-        Probe("fully masked rows", entry, qkv(205), {"mask": empty}, params=sizes),
-        Probe("large logits (~1e4)", entry, qkv(206, scale=60.0), {"mask": mask}, params=sizes),
-        Probe("explicit scale=0.3", entry, qkv(207), {"scale": 0.3}, params={**sizes, "scale": 0.3}),
+        Probe("no mask", entry, qkv(201), params=sizes, name_zh="无 mask"),
+        Probe("2-D inputs (L, d)", entry, qkv(202, lead=()), params=sizes, name_zh="二维输入 (L, d)"),
+        Probe("3-D inputs (B, L, d)", entry, qkv(203, lead=(4,)), params=sizes, name_zh="三维输入 (B, L, d)"),
+        Probe("random mask (B, 1, L, S)", entry, qkv(204), {"mask": mask}, params=sizes,
+              name_zh="随机 mask (B, 1, L, S)"),
+        Probe("fully masked rows", entry, qkv(205), {"mask": empty}, params=sizes, name_zh="整行被遮掩"),
+        Probe("large logits (~1e4)", entry, qkv(206, scale=60.0), {"mask": mask}, params=sizes,
+              name_zh="大 logits（约 1e4）"),
+        Probe("explicit scale=0.3", entry, qkv(207), {"scale": 0.3}, params={**sizes, "scale": 0.3},
+              name_zh="显式 scale=0.3"),
         Probe("float32 inputs", entry, tuple(t.float() for t in qkv(208)), {"mask": mask}, params=sizes,
-              dtype=torch.float32),
+              dtype=torch.float32, name_zh="float32 输入"),
         Probe("mask grid (q = k = 0, V = I)", entry, (grid_q, grid_k, grid_v), {"mask": grid_mask},
-              params=sizes, grid="weights"),
+              params=sizes, grid="weights", name_zh="mask 网格（q = k = 0，V = I）"),
     ]
     if numpy:
         for p in probes:
@@ -119,7 +123,8 @@ def attention_probes(entry: str, *, numpy: bool = False) -> list[Probe]:
     else:
         grad_mask = with_empty_rows(strict_mask(B, 1, L, S, seed=104), [(0, 0, 1), (1, 0, 3)])
         probes.append(Probe("gradients with fully masked rows", entry, qkv(209), {"mask": grad_mask},
-                            params=sizes, grad=((0, 1, 2), randn(B, H, L, dv, seed=210))))
+                            params=sizes, grad=((0, 1, 2), randn(B, H, L, dv, seed=210)),
+                            name_zh="含整行遮掩时的梯度"))
     return probes
 
 

@@ -73,7 +73,9 @@ def call_local(fn: Any, probe: Probe) -> Observed:
                 for i in wrt:
                     args[i] = args[i].detach().clone().requires_grad_(True)
                 out = fn(*args, **kwargs)
-                (out * grad_output).sum().backward()
+                # Exactly what the candidate's child does (checker/child.py), so errors read the same.
+                out_t = out[0] if isinstance(out, tuple | list) else out
+                (out_t * grad_output).sum().backward()
                 value: Any = tuple(args[i].grad for i in wrt)
             else:
                 with torch.no_grad():
@@ -170,7 +172,9 @@ class ModuleSubject:
         key = self._key(probe)
         try:
             remote = self._remote.get(key)
-            if remote is None or remote.generation != candidate.generation:
+            # The spec (and this cache) outlives one candidate: a module built by another
+            # candidate, even of the same generation, lives in a child that is gone.
+            if remote is None or remote.candidate is not candidate or remote.generation != candidate.generation:
                 init_args, init_kwargs = probe.init or ((), {})
                 remote = candidate.new(probe.entry, init_args, init_kwargs).to(probe.dtype)
                 load_reference_weights(remote, self.reference_module(probe), case=probe.name)

@@ -13,6 +13,7 @@ import select
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -34,9 +35,9 @@ SCREEN_TEXT: dict[str, tuple[str, str]] = {
     "hint": ("Hint for {kata} ({n} used, -{cost} points each)", "{kata} 的提示（已用 {n} 个，每个扣 {cost} 分）"),
     "submit_confirm": ("Press s again to submit now ({left} left). Any other key cancels.",
                        "再按一次 s 立即交卷（还剩 {left}）。按其他键取消。"),
-    "help": ("c check · h hint (costs points) · n/p or 1-3 choose a problem · s submit · q leave "
-             "(the clock keeps running; `kata mock resume`)",
-             "c 检查 · h 提示（扣分）· n/p 或 1-3 选择题目 · s 交卷 · q 离开"
+    "help": ("c check · v read the statement · h hint (costs points) · n/p or 1-3 choose a problem · "
+             "s submit · q leave (the clock keeps running; `kata mock resume`)",
+             "c 检查 · v 阅读题面 · h 提示（扣分）· n/p 或 1-3 选择题目 · s 交卷 · q 离开"
              "（计时继续；用 `kata mock resume` 回来）"),
     "grader_failed": ("The check could not run: {error}", "检查无法运行：{error}"),
     "file_missing": ("{file} is missing: restore it and save.", "{file} 不见了：请恢复后保存。"),
@@ -191,6 +192,17 @@ class Keys:
         if self._old is not None:
             termios.tcsetattr(self.fd, termios.TCSADRAIN, self._old)
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Normal line mode for a while (a pager, a prompt), then single keys again."""
+        self.__exit__()
+        try:
+            yield
+        finally:
+            import tty
+
+            tty.setcbreak(self.fd)
+
     def read(self, timeout: float) -> str | None:
         ready, _, _ = select.select([self.fd], [], [], timeout)
         if not ready:
@@ -223,6 +235,7 @@ class Controller:
     checking: str | None = None
     queued: list[str] = field(default_factory=list)
     ended: str | None = None
+    view: str | None = None  # a statement file the screen should show next
     results: dict[str, dict[str, Any]] = field(default_factory=dict)  # kata -> last Result dict
     _stamp: float = 0.0
 
@@ -289,6 +302,8 @@ class Controller:
         elif key.isdigit() and 1 <= int(key) <= n:
             self.selected = int(key) - 1
             self._save_selection()
+        elif key == "v":
+            self.view = self.s.problems[self.selected].statement
         elif key == "?":
             self.message = Message(st("help", self.lang))
         elif confirm is not None:

@@ -430,13 +430,29 @@ def next_hint(s: Session, p: Problem, kata: Kata) -> tuple[str, str] | None:
     first, then the progressive ones in order. None when all were shown."""
     last = p.last_check
     for mid in (last or {}).get("diagnoses", []):
+        if f"mistake:{mid}" in p.hints:
+            continue
         targeted = kata.hint_for(mid)
-        if targeted is not None and f"mistake:{mid}" not in p.hints:
+        if targeted is not None:
             return f"mistake:{mid}", targeted.text.get(s.lang)
+        if (fix := _catalogue_fix(mid, s.lang)) is not None:
+            return f"mistake:{mid}", fix
     for i, h in enumerate(kata.progressive_hints, 1):
         if f"level:{i}" not in p.hints:
             return f"level:{i}", h.text.get(s.lang)
     return None
+
+
+def _catalogue_fix(mistake_id: str, lang: str) -> str | None:
+    """The mistake catalogue's title and fix, for a mistake the kata wrote no hint for (as
+    `kata hint` does)."""
+    from attnkata.checker.diagnose import catalogue
+
+    if mistake_id not in catalogue.catalogue():
+        return None
+    m = catalogue.get(mistake_id)
+    sep = "。" if lang == "zh" else ". "
+    return f"{m.render('title', lang)}{sep}{m.render('fix', lang)}"
 
 
 def submit(s: Session, at: float, reason: str) -> None:

@@ -101,6 +101,10 @@ def _prepare_out(out: Path, force: bool) -> None:
         if not (out / MANIFEST_PATH).is_file():
             # --force only ever replaces a problem set: never someone's unrelated folder.
             raise UsageError(f"{out} is not a problem set; refusing to replace it, even with --force")
+        results = out / "instructor" / "results"
+        if results.is_dir() and any(results.iterdir()):
+            raise UsageError(f"{out} holds grading results ({results}); refusing to replace it",
+                             "move the results elsewhere first, or create the new set in another folder")
 
 
 def student_file(kata: Kata, level: str) -> str:

@@ -316,16 +316,23 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
     _preload(kata_ids or sorted({t.kata for t in tasks}))
     ctx = multiprocessing.get_context("fork")
     queue = deque(tasks)
-    workers: list[_Worker] = []
     jobs = max(1, min(jobs, len(tasks)))
+    workers: list[_Worker] = []
+    failures = 0  # workers found dead before they were given a task, since the last reply
 
-    def new_worker() -> _Worker:
-        return _Worker(ctx, limits, lang, str(log_path))
+    def replace(i: int, idle: bool = False) -> None:
+        nonlocal failures
+        # A worker that dies while grading is that submission's doing (retried, then
+        # recorded); workers that die idle again and again are attnkata's problem.
+        failures += idle
+        if failures > 3 * jobs + 3:
+            raise RuntimeError(f"grading workers keep dying before they take any work; see {log_path}")
+        workers[i].kill()
+        workers[i] = _Worker(ctx, limits, lang, str(log_path))
 
     def fail(w: _Worker, kind: str, message: str) -> None:
-        task = w.task
+        task, w.task = w.task, None
         assert task is not None
-        w.task = None
         if kind == "grader-process-died" and task.attempts < 2:
             queue.appendleft(task)  # a fluke gets a second chance on a fresh worker
             return
@@ -334,20 +341,16 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
 
     try:
         while queue or any(w.task for w in workers):
-            for i, w in enumerate(workers):
-                if w.task is None and queue and not w.proc.is_alive():
-                    w.kill()
-                    workers[i] = w = new_worker()
-                if w.task is None and queue:
+            while len(workers) < jobs:
+                workers.append(_Worker(ctx, limits, lang, str(log_path)))
+            for i in range(len(workers)):
+                if workers[i].task is None and queue:
+                    if not workers[i].proc.is_alive():
+                        replace(i, idle=True)
                     task = queue.popleft()
-                    if not w.assign(task):
+                    if not workers[i].assign(task):
                         queue.appendleft(task)
-                        w.kill()
-                        workers[i] = new_worker()
-            while len(workers) < jobs and queue:
-                w = new_worker()
-                workers.append(w)
-                w.assign(queue.popleft())
+                        replace(i, idle=True)
             busy = [w for w in workers if w.task is not None]
             ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=0.2)
             for i, w in enumerate(workers):
@@ -358,24 +361,24 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
                         index, reply = w.conn.recv()
                     except (EOFError, OSError):
                         fail(w, "grader-process-died", _death(w))
-                        w.kill()
-                        workers[i] = new_worker()
+                        replace(i)
                         continue
+                    failures = 0
                     task, w.task = w.task, None
-                    if index == task.index:
-                        on_reply(task, reply)
+                    if index != task.index:  # cannot happen with one task in flight; never drop one
+                        reply = {"ok": False, "kind": "grader-internal-error",
+                                 "message": f"worker answered task {index} for task {task.index}"}
+                    on_reply(task, reply)
                     w.done += 1
                     if w.done >= RECYCLE_AFTER:
                         w.stop()
-                        workers[i] = new_worker()
+                        workers[i] = _Worker(ctx, limits, lang, str(log_path))
                 elif w.proc.sentinel in ready:
                     fail(w, "grader-process-died", _death(w))
-                    w.kill()
-                    workers[i] = new_worker()
+                    replace(i)
                 elif time.monotonic() - w.started > watchdog:
                     fail(w, "watchdog", f"grading took longer than {watchdog:g} s; stopped")
-                    w.kill()
-                    workers[i] = new_worker()
+                    replace(i)
             tick()
     finally:
         for w in workers:

@@ -19,7 +19,9 @@ TEXT = {
         "guided": "Your files mark where to write with `# BEGIN SOLUTION` / `# END SOLUTION`.",
         "scratch": "Your files contain the signatures and docstrings; write the bodies.",
         "check_h": "Check your work",
-        "check": "Each kata folder has public sample tests. They need Python, PyTorch, NumPy and pytest:",
+        "check": "Each kata folder has public sample tests. They need Python, PyTorch, NumPy and pytest; "
+                 "run them from this folder:",
+        "every": "every kata", "one": "one kata",
         "check_note": "Passing the samples does not mean full marks: the hidden tests also cover edge "
                       "cases (fully masked rows, float32, large logits, gradients, ...). Read the statement "
                       "and its conventions carefully.",
@@ -46,7 +48,8 @@ TEXT = {
         "guided": "你的文件用 `# BEGIN SOLUTION` / `# END SOLUTION` 标出了要写代码的位置。",
         "scratch": "你的文件里有签名和文档字符串，函数体需要你来写。",
         "check_h": "自测",
-        "check": "每个题目文件夹里都有公开样例测试，需要 Python、PyTorch、NumPy 和 pytest：",
+        "check": "每个题目文件夹里都有公开样例测试，需要 Python、PyTorch、NumPy 和 pytest；在本文件夹中运行：",
+        "every": "所有题目", "one": "单个题目",
         "check_note": "通过样例不等于满分：隐藏测试还覆盖边界情况（整行被遮掩、float32、很大的 logits、梯度等）。"
                       "请仔细阅读题目说明和通用约定。",
         "hand_h": "提交",
@@ -78,9 +81,10 @@ def _section(m: Manifest, lang: str) -> str:
     level = m.options.get("level", "scratch")
     lines += ["", f"### {t['write_h']}", "", t["write"].format(file="<file>.py"), "", t[level], "",
               f"### {t['check_h']}", "", t["check"], "", "```sh"]
-    for k in m.katas:
-        if k.public_samples:
-            lines.append(f"cd {k.id} && python -m pytest -q && cd ..")
+    with_samples = [k.id for k in m.katas if k.public_samples]
+    lines.append(f"python -m pytest -q{' ' * 8}# {t['every']}")
+    if with_samples:
+        lines.append(f"python -m pytest -q {with_samples[0]}{' ' * max(1, 7 - len(with_samples[0]))}# {t['one']}")
     lines += ["```", "", t["check_note"], "", f"### {t['hand_h']}", "", t["hand"], "", "```"]
     lines.append("<your-id>/")
     lines += [f"    {k.solution_file}" for k in m.katas]

@@ -34,12 +34,17 @@ L10N = {
         "none": "none", "of": "of", "in": "in", "per_call": "per call", "per_submission": "per submission",
         "count": "students",
         # feedback
-        "feedback": "Feedback", "score": "Score", "status": "Status", "tier": "Tier", "tests_passed": "Tests passed",
-        "what_went_wrong": "What went wrong", "fix": "Fix", "your_code": "Your code", "line": "line",
+        "tier": "Tier", "tests_passed": "Tests passed", "what_went_wrong": "What went wrong",
         "failed_tests": "Failed tests", "missing_file": "No file was handed in for this kata.",
         "late_note": "Handed in late", "all_pass": "All required tests pass. Well done!",
         "statuses": {"pass": "pass", "fail": "fail", "error": "error", "timeout": "timeout", "missing": "missing"},
-        "more_tests": "... and {n} more",
+        "more_tests": "... and {n} more", "students_h": "Students",
+        "title_line": "Feedback: {student}", "total_line": "Total: **{total} / {max}** ({pct}%)",
+        "status_line": "Status: **{status}** · Score: **{score} / {points}**", "code_line": "Your code (line {line}):",
+        "fix_line": "*Fix:* {fix}",
+        "tiers": {"core": "core", "edge": "edge", "efficient": "efficient"},
+        "severities": {"essential": "essential", "actionable": "actionable", "informative": "informative",
+                       "celebratory": "celebratory"},
     },
     "zh": {
         "report": "班级报告", "graded": "评测时间", "students": "学生数", "katas": "题目数",
@@ -53,12 +58,16 @@ L10N = {
         "weights": "层级权重", "limits": "限制", "deadline": "截止时间", "penalty": "迟交扣分",
         "none": "无", "of": "/", "in": "出现在", "per_call": "每次调用", "per_submission": "每份提交",
         "count": "人",
-        "feedback": "反馈", "score": "得分", "status": "状态", "tier": "层级", "tests_passed": "通过的测试",
-        "what_went_wrong": "问题诊断", "fix": "修改建议", "your_code": "你的代码", "line": "第",
+        "tier": "层级", "tests_passed": "通过的测试", "what_went_wrong": "问题诊断",
         "failed_tests": "未通过的测试", "missing_file": "这道题没有提交文件。",
         "late_note": "迟交", "all_pass": "所有必需测试均已通过，做得好！",
         "statuses": {"pass": "通过", "fail": "未通过", "error": "出错", "timeout": "超时", "missing": "缺交"},
-        "more_tests": "……还有 {n} 个",
+        "more_tests": "……还有 {n} 个", "students_h": "学生",
+        "title_line": "反馈：{student}", "total_line": "总分：**{total} / {max}**（{pct}%）",
+        "status_line": "状态：**{status}** · 得分：**{score} / {points}**", "code_line": "你的代码（第 {line} 行）：",
+        "fix_line": "*修改建议：* {fix}",
+        "tiers": {"core": "核心", "edge": "边界情况", "efficient": "效率"},
+        "severities": {"essential": "必须修复", "actionable": "建议修复", "informative": "提示", "celebratory": "做得好"},
     },
 }
 
@@ -212,13 +221,14 @@ def _ordered(diags: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def feedback_markdown(cr: ClassResults, student: str) -> str:
     t = _t(cr)
     m = cr.manifest
-    out = [f"# {t['feedback']}: {_inline(student)}", "", f"**{_inline(m.title)}**", "",
-           f"{t['total']}: **{cr.total(student):g} / {m.max_points:g}** ({percent(cr, student):g}%)", ""]
+    out = [f"# {t['title_line'].format(student=_inline(student))}", "", f"**{_inline(m.title)}**", "",
+           t["total_line"].format(total=f"{cr.total(student):g}", max=f"{m.max_points:g}",
+                                  pct=f"{percent(cr, student):g}"), ""]
     for k in m.katas:
         e = cr.entry(student, k.id)
         status = t["statuses"].get(e.status, e.status)
         out += [f"## {k.title.get(cr.lang, k.title['en'])} (`{k.id}`)", "",
-                f"{t['status']}: **{status}** · {t['score']}: **{e.score:g} / {e.points:g}**"
+                t["status_line"].format(status=status, score=f"{e.score:g}", points=f"{e.points:g}")
                 + (f" · {t['late_note']}" if e.late else ""), ""]
         for note in e.notes:
             out.append(f"- {_inline(note)}")
@@ -233,19 +243,20 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
             from attnkata.checker.sets.manifest import tier_fractions
 
             out += [f"| {t['tier']} | {t['tests_passed']} |", "|---|---|"]
-            out += [f"| {tier} | {p}/{n} |" for tier, (p, n) in tier_fractions(tests).items()]
+            out += [f"| {t['tiers'].get(tier, tier)} | {p}/{n} |" for tier, (p, n) in tier_fractions(tests).items()]
             out.append("")
         diags = _ordered(result.get("diagnostics", []))[:MAX_FEEDBACK_DIAGNOSTICS]
         if diags:
             lines = _source_lines(e.path)
             out += [f"### {t['what_went_wrong']}", ""]
             for d in diags:
-                out.append(f"**{_inline(d.get('title', d['id']))}** (`{d['id']}`, {d.get('severity', '')})")
+                severity = t["severities"].get(d.get("severity", ""), d.get("severity", ""))
+                out.append(f"**{_inline(d.get('title', d['id']))}** (`{d['id']}`, {severity})")
                 out.append("")
                 if d.get("explanation"):
                     out += [_inline(d["explanation"]), ""]
                 if d.get("fix"):
-                    out += [f"*{t['fix']}:* {_inline(d['fix'])}", ""]
+                    out += [t["fix_line"].format(fix=_inline(d["fix"])), ""]
                 for ref in d.get("source", [])[:3]:
                     lo, hi = ref["line"], ref.get("end_line") or ref["line"]
                     if lines and 0 < lo <= len(lines):
@@ -254,13 +265,14 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
                         snippet = f"{lo:>4} | {ref['text']}"
                     else:
                         continue
-                    out += [f"{t['your_code']} ({t['line']} {lo}):", "", _fence(snippet), ""]
+                    out += [t["code_line"].format(line=lo), "", _fence(snippet), ""]
         failed = [x for x in tests if x["status"] not in ("pass", "skip")]
         if failed:
             out += [f"### {t['failed_tests']}", ""]
             for x in failed[:MAX_FEEDBACK_TESTS]:
                 msg = _inline(x.get("message", ""))[:300]
-                out.append(f"- `{x['id']}` ({x['tier']}, {t['statuses'].get(x['status'], x['status'])})"
+                out.append(f"- `{x['id']}` ({t['tiers'].get(x['tier'], x['tier'])}, "
+                           f"{t['statuses'].get(x['status'], x['status'])})"
                            + (f": {msg}" if msg else ""))
             if len(failed) > MAX_FEEDBACK_TESTS:
                 out.append(f"- {t['more_tests'].format(n=len(failed) - MAX_FEEDBACK_TESTS)}")
@@ -388,7 +400,7 @@ def render_html(cr: ClassResults) -> str:
         body.append("</tbody></table>")
     else:
         body.append(f"<p>{t['no_mistakes']}</p>")
-    body.append(f"<h2>{t['students']}</h2><table class=\"students\"><thead><tr><th>{t['student']}</th>"
+    body.append(f"<h2>{t['students_h']}</h2><table class=\"students\"><thead><tr><th>{t['student']}</th>"
                 + "".join(f"<th class=\"num\"><code>{esc(k)}</code></th>" for k in m.kata_ids)
                 + f"<th class=\"num\">{t['total']}</th><th class=\"num\">{t['percent']}</th><th>{t['notes']}</th></tr></thead><tbody>")
     for s in cr.students:

@@ -69,7 +69,10 @@ class _ReferenceCandidate(Candidate):
         self.current: str | None = None
         self.log: list[tuple[str | None, dict[str, Any], dict[str, Any]]] = []
 
-    def ensure_started(self) -> None:  # nothing to start: the reference is already imported
+    def start(self) -> None:  # nothing to start: the reference is already imported
+        return None
+
+    def ensure_started(self) -> None:
         return None
 
     def _kill(self) -> None:
@@ -171,12 +174,27 @@ def record(kata: Kata) -> list[RecordedTest]:
 class _Perturber:
     """Fresh values of the same kind, shape and scale; identical inputs stay identical."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, ints: bool = False) -> None:
         self.gen = torch.Generator().manual_seed(seed)
         self.memo: dict[tuple[Any, ...], Any] = {}
         self.changed = 0
+        # Only for calls whose inputs are all integers (sizes, lengths): shift sizes, re-draw
+        # integer tensors within their own range. Used when nothing else could be re-drawn.
+        self.ints = ints
 
     def __call__(self, value: Any) -> Any:
+        if self.ints and isinstance(value, int) and not isinstance(value, bool):
+            if value <= 0:
+                return value
+            self.changed += 1
+            return value + 1 + int(torch.randint(3, (1,), generator=self.gen))
+        if self.ints and isinstance(value, torch.Tensor) and value.dtype in (torch.int32, torch.int64) \
+                and value.numel() > 1:
+            lo, hi = int(value.min()), int(value.max())
+            if lo == hi:
+                return value
+            self.changed += 1
+            return torch.randint(lo, hi + 1, value.shape, generator=self.gen, dtype=value.dtype)
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
         if isinstance(value, np.ndarray):
@@ -238,8 +256,8 @@ def hashlib_bytes(t: torch.Tensor) -> int:
     return zlib.crc32(raw.numpy().tobytes()) ^ (data.numel() << 32)
 
 
-def perturb_steps(steps: list[dict[str, Any]], seed: int) -> tuple[list[dict[str, Any]], int]:
-    p = _Perturber(seed)
+def perturb_steps(steps: list[dict[str, Any]], seed: int, ints: bool = False) -> tuple[list[dict[str, Any]], int]:
+    p = _Perturber(seed, ints=ints)
     fresh = []
     for step in steps:
         s = dict(step)
@@ -434,6 +452,8 @@ def build_case(module: Any, path: Path, test: RecordedTest, seed: int, index: in
     if not any(s["op"] == "call" for s in test.steps):
         raise SampleError("it makes no call")
     steps, changed = perturb_steps(test.steps, seed)
+    if changed == 0 and all(s["op"] == "call" for s in test.steps):
+        steps, changed = perturb_steps(test.steps, seed, ints=True)
     if changed == 0:
         raise SampleError("no input could be re-drawn (it would show a hidden input)")
     outputs = replay(module, path, steps, seed=1)

@@ -112,7 +112,7 @@ def explain(
     out.print()
     if code:
         out.print(Text(labels["demo"], style="bold"))
-        out.print(Syntax(code.rstrip(), "python", theme="ansi_dark", line_numbers=False))
+        out.print(Syntax(code.rstrip(), "python", theme="ansi_dark", line_numbers=False, word_wrap=True))
         out.print(Text(labels["output"], style="bold"))
         out.print(Text(demo_out))
     else:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sys
 import time
@@ -56,7 +57,8 @@ L: dict[str, dict[str, str]] = {
         "title": "attnkata mock interview", "time_left": "Time left", "deadline": "deadline",
         "problem": "problem", "diff": "level", "file": "your file", "status": "last check", "tests": "tests",
         "hints": "hints", "first_pass": "first pass", "unchecked": "not checked", "folder": "Folder",
-        "keys": "[c] check  [h] hint (-10)  [n]/[p] problem  [s] submit  [q] leave  [?] help",
+        "keys": "[c] check  [v] statement  [h] hint (-10)  [n]/[p] problem  [s] submit  [q] leave  [?] help",
+        "back": "Press Enter to return to the countdown",
         "watching": "Saving a file re-checks it. Leaving with q keeps the clock running.", "statement": "statement", "why": "why",
         "left": "You left the interview; the clock keeps running ({left} left).",
         "left_hint": "Come back with `kata mock resume`; `kata mock status` shows the time left.",
@@ -86,7 +88,8 @@ L: dict[str, dict[str, str]] = {
         "title": "attnkata 模拟面试", "time_left": "剩余时间", "deadline": "截止",
         "problem": "题目", "diff": "难度", "file": "你的文件", "status": "上次检查", "tests": "测试",
         "hints": "提示", "first_pass": "首次通过", "unchecked": "未检查", "folder": "文件夹",
-        "keys": "[c] 检查  [h] 提示（-10）  [n]/[p] 切换题目  [s] 交卷  [q] 离开  [?] 帮助",
+        "keys": "[c] 检查  [v] 题面  [h] 提示（-10）  [n]/[p] 切换题目  [s] 交卷  [q] 离开  [?] 帮助",
+        "back": "按回车返回倒计时界面",
         "watching": "保存文件会自动重新检查。按 q 离开后计时继续。", "statement": "题面", "why": "选题原因",
         "left": "你离开了面试界面；计时仍在继续（剩余 {left}）。",
         "left_hint": "用 `kata mock resume` 回来；`kata mock status` 查看剩余时间。",
@@ -196,6 +199,19 @@ def _detail(ctl: Controller) -> RenderableType:
     return lines
 
 
+def show_statement(path: Path, lang: str) -> None:
+    """The statement in a pager (q returns to the countdown, which kept running)."""
+    import pydoc
+
+    text = path.read_text(encoding="utf-8") if path.is_file() else str(path)
+    os.environ.setdefault("LESS", "-R")  # less shows the colours instead of escape codes
+    with out.pager(styles=True):
+        out.print(Markdown(text))
+    cmd = (os.environ.get("MANPAGER") or os.environ.get("PAGER") or "").split()
+    if pydoc.getpager() is pydoc.plainpager or (cmd and Path(cmd[0]).name in ("cat", "tee")):
+        _read(lab(lang, "back"))  # the pager did not wait: keep the text on screen until Enter
+
+
 def run_screen(folder: Path) -> str:
     """The full-screen countdown until the candidate leaves, submits or time runs out."""
     from rich.live import Live
@@ -219,6 +235,12 @@ def run_screen(folder: Path) -> str:
                 if saved:
                     ctl.on_saved(saved)
                 ctl.tick()
+                if ctl.view is not None:
+                    live.stop()
+                    with keys.paused():
+                        show_statement(ctl.s.folder / ctl.view, ctl.s.lang)
+                    ctl.view = None
+                    live.start(refresh=True)
                 live.update(screen(ctl), refresh=True)
     except KeyboardInterrupt:
         ctl.ended = QUIT

@@ -176,21 +176,39 @@ def _last_diagnoses(h: History, kata: str) -> list[str]:
     return json.loads(rows[0]["diagnoses"]) if rows else []
 
 
+def _catalogue_hint(mistake_id: str) -> catalog.Hint | None:
+    from attnkata.checker.diagnose import catalogue as mistakes
+
+    if mistake_id not in mistakes.catalogue():
+        return None
+    m = mistakes.get(mistake_id)
+    text = catalog.Text(en=f"{m.render('title', 'en')}. {m.render('fix', 'en')}",
+                        zh=f"{m.render('title', 'zh')}。{m.render('fix', 'zh')}")
+    return catalog.Hint(text=text, mistake=mistake_id)
+
+
 def hint(
     kata: KataArg,
     level: Annotated[int | None, typer.Option("--level", help="Show hint number N (1 = gentlest).")] = None,
     lang: LangOption = None,
 ) -> None:
     """Show the next hint for KATA (a hint for your last diagnosed mistake comes first)."""
+    from attnkata.checker.mock.session import ACTIVE, blocking_session
+
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
+    if (mock := blocking_session(k.id)) is not None and mock.state == ACTIVE:
+        # In a mock interview hints cost points; they are given (and charged) by the session.
+        raise UsageError(f"{k.id} is part of the running mock interview {mock.id}",
+                         f"use `kata mock hint {k.id}` (hints cost points there)")
     hints = k.progressive_hints
     with History() as h:
         shown = {json.loads(e["detail"]).get("id") for e in h.events(k.id, "hint")}
         chosen = None
         if level is None:
             for mid in _last_diagnoses(h, k.id):
-                targeted = k.hint_for(mid)
+                # No hint written for this mistake in kata.toml: the catalogue's fix serves as one.
+                targeted = k.hint_for(mid) or _catalogue_hint(mid)
                 if targeted and f"mistake:{mid}" not in shown:
                     chosen, label = targeted, f"for the mistake {mid}" if lang == "en" else f"针对错误 {mid}"
                     hid = f"mistake:{mid}"
@@ -214,9 +232,9 @@ def solution(
     """Show the reference solution of KATA (asks first unless you already passed it)."""
     from attnkata.checker.skeleton import reference_path, strip_markers
 
-    k = catalog.get_kata(kata)
     from attnkata.checker.mock.session import blocking_session, refusal
 
+    k = catalog.get_kata(kata)
     if (mock := blocking_session(k.id)) is not None:
         raise UsageError(*refusal(mock, k.id))
     with History() as h:

@@ -161,7 +161,10 @@ def grade(
     fresh: Annotated[bool, typer.Option("--fresh", help="Regrade everything (ignore earlier results).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
 ) -> None:
-    """Grade every student folder in SUBMISSIONS; resumes an interrupted run."""
+    """Grade every student folder in SUBMISSIONS; resumes an interrupted run.
+
+    Exit 0 once every file is graded (whatever the students scored), 2 on a usage error, 3 when
+    the bundle does not match its manifest or the installed katas."""
     from attnkata.checker.sets.grade import GradeOptions, grade_set
     from attnkata.checker.sets.report import mistake_histogram, mistake_sentence, write_all
 

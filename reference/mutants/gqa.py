@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnkata.checker.diagnose.module_probes import family_mutants, family_probes, kv_head_map, seeded
+from attnkata.checker.diagnose.module_probes import (
+    craft_identity_values,
+    family_mutants,
+    family_probes,
+    kv_head_map,
+    seeded,
+)
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.reference import gqa as ref
 
@@ -19,7 +25,7 @@ HEAD_MAP_PROBE = "no mask"
 
 
 class REFERENCE:
-    GroupedQueryAttention = seeded(ref.GroupedQueryAttention)
+    GroupedQueryAttention = seeded(ref.GroupedQueryAttention, craft_identity_values)
 
 
 MUTANTS = family_mutants(ref.GroupedQueryAttention, lambda m: m.n_kv_heads,
@@ -27,7 +33,9 @@ MUTANTS = family_mutants(ref.GroupedQueryAttention, lambda m: m.n_kv_heads,
 
 
 def probes() -> list[Probe]:
-    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, Hkv=HKV, init=((D, H, HKV), {}))
+    # The grid probe has Hkv = H: only then do the value heads together span the sequence.
+    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, Hkv=HKV, init=((D, H, HKV), {}),
+                         grid_init=((6, 2, 2), {}), grid_sizes={"L": 6, "S": 6, "D": 6, "H": 2, "Hkv": 2, "d": 3})
 
 
 def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ Self-attention only: L == S, so a top-left causal mask equals the bottom-right o
 
 from __future__ import annotations
 
-from attnkata.checker.diagnose.module_probes import family_mutants, family_probes, seeded
+from attnkata.checker.diagnose.module_probes import craft_identity_values, family_mutants, family_probes, seeded
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.reference import mha as ref
 
@@ -16,11 +16,12 @@ D = H * HD
 
 
 class REFERENCE:
-    MultiHeadAttention = seeded(ref.MultiHeadAttention)
+    MultiHeadAttention = seeded(ref.MultiHeadAttention, craft_identity_values)
 
 
 MUTANTS = family_mutants(ref.MultiHeadAttention, lambda m: m.n_heads)
 
 
 def probes() -> list[Probe]:
-    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, init=((D, H), {}))
+    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, init=((D, H), {}),
+                         grid_init=((6, 2), {}), grid_sizes={"L": 6, "S": 6, "D": 6, "H": 2, "d": 3})

@@ -7,7 +7,7 @@ Self-attention (L == S): `causal-mask-top-left` cannot show here.
 
 from __future__ import annotations
 
-from attnkata.checker.diagnose.module_probes import family_mutants, family_probes, seeded
+from attnkata.checker.diagnose.module_probes import craft_identity_values, family_mutants, family_probes, seeded
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.reference import mqa as ref
 
@@ -17,11 +17,13 @@ D = H * HD
 
 
 class REFERENCE:
-    MultiQueryAttention = seeded(ref.MultiQueryAttention)
+    MultiQueryAttention = seeded(ref.MultiQueryAttention, craft_identity_values)
 
 
 MUTANTS = family_mutants(ref.MultiQueryAttention, lambda m: 1)
 
 
 def probes() -> list[Probe]:
-    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, Hkv=1, init=((D, H), {}))
+    # The grid probe has one head: only then is the single value head as wide as the sequence.
+    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, Hkv=1, init=((D, H), {}),
+                         grid_init=((6, 1), {}), grid_sizes={"L": 6, "S": 6, "D": 6, "H": 1, "d": 6})

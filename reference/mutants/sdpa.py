@@ -46,7 +46,8 @@ def attention(
     mask_mode: str = "fill",  # "flipped", "ignored", "added", "after", "add-big", "add-inf"
     fill: float = float("-inf"),
     hide_nan: str | None = None,  # "nan_to_num", "where": the NaN is computed, then hidden
-) -> torch.Tensor:
+    returns: str = "output",  # "weights", "both": (output, weights) as tutorials do
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """The reference formula with knobs for the catalogued mistakes (all off = correct)."""
     d = q.shape[-1]
     s = default_scale(d) if scale is None or not honour_scale else scale
@@ -76,7 +77,9 @@ def attention(
         weights = torch.nan_to_num(weights, nan=0.0)
     elif hide_nan == "where" and mask is not None:
         weights = torch.where(mask.any(dim=-1, keepdim=True), weights, torch.zeros_like(weights))
-    return weights @ v
+    if returns == "weights":
+        return weights
+    return (weights @ v, weights) if returns == "both" else weights @ v
 
 
 def _m(**knobs: object) -> Callable[..., torch.Tensor]:
@@ -103,6 +106,8 @@ MUTANTS = {
     "fully-masked-row-nan-gradient": [_m(mask_mode="add-inf", softmax="torch", hide_nan="nan_to_num"),
                                       _m(mask_mode="add-inf", softmax="torch", hide_nan="where")],
     "transpose-2d-on-batched": [_m(transpose="T"), _m(transpose="t"), _m(transpose="01")],
+    "returns-attention-weights": [_m(returns="weights"), _m(returns="weights", softmax="torch"),
+                                  _m(returns="both"), _m(returns="both", softmax="torch")],
 }
 
 

@@ -50,7 +50,8 @@ def attention(
     mask_mode: str = "fill",  # "flipped", "ignored", "added", "after", "add-big"
     fill: float = -np.inf,
     keep_dtype: bool = True,
-) -> np.ndarray:
+    returns: str = "output",  # "weights", "both": (output, weights) as tutorials do
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """The reference formula with knobs for the catalogued mistakes (all off = correct)."""
     with np.errstate(all="ignore"):
         d = q.shape[-1]
@@ -76,7 +77,10 @@ def attention(
         if mask is not None and mask_mode == "after":
             weights = weights * mask
         out = weights @ v
-        return out.astype(q.dtype, copy=False) if keep_dtype else out
+        out = out.astype(q.dtype, copy=False) if keep_dtype else out
+        if returns == "weights":
+            return weights
+        return (out, weights) if returns == "both" else out
 
 
 def _m(**knobs: object) -> Callable[..., np.ndarray]:
@@ -98,6 +102,8 @@ MUTANTS = {
     "fully-masked-row-nan": _m(softmax="textbook"),
     "fully-masked-row-uniform": [_m(fill=-1e9, softmax="textbook"), _m(mask_mode="add-big", softmax="textbook")],
     "transpose-2d-on-batched": [_m(transpose="T"), _m(transpose="np.transpose")],
+    "returns-attention-weights": [_m(returns="weights"), _m(returns="weights", softmax="textbook"),
+                                  _m(returns="both"), _m(returns="both", softmax="textbook")],
 }
 
 
