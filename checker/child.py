@@ -171,7 +171,7 @@ def _hide_trainer() -> _BlockTrainer:
     return blocker
 
 
-class _Server:
+class Server:
     def __init__(self, conn: Connection, path: Path) -> None:
         self.conn = conn
         self.path = path
@@ -381,7 +381,7 @@ def child_main(conn: Connection, path: str, memory_mb: int, log_path: str) -> No
         torch.manual_seed(0)
         np.random.seed(0)
         _apply_limits(memory_mb)
-        server = _Server(conn, Path(path))
+        server = Server(conn, Path(path))
         server.blocker = _hide_trainer()
         try:
             reply = server.load()

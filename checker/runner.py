@@ -68,7 +68,7 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 
 @contextlib.contextmanager
-def _no_plugin_autoload():
+def no_plugin_autoload():
     """Grade with our plugin only: whatever else is installed (hypothesis, xdist...) must
     neither slow grading down nor change it. Our plugin is passed to pytest.main directly."""
     old = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
@@ -82,7 +82,7 @@ def _no_plugin_autoload():
             os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = old
 
 
-def _pytest_args(kata: Kata, path: Path) -> list[str]:
+def pytest_args(kata: Kata, path: Path) -> list[str]:
     return [
         str(kata.grader_path),
         "--solution", str(path),
@@ -139,8 +139,8 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
             return result
         collector = plugin.Collector(candidate)
         out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _no_plugin_autoload():
-            args = _pytest_args(kata, path) + ([f"--maxfail={maxfail}"] if maxfail else [])
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), no_plugin_autoload():
+            args = pytest_args(kata, path) + ([f"--maxfail={maxfail}"] if maxfail else [])
             code = pytest.main(args, plugins=[plugin, collector])
         t_tests = time.perf_counter()
         if collector.collect_errors or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):

@@ -37,6 +37,9 @@ Write one file, `reference/mutants/<kata_module>.py` (e.g. `gqa.py` for kata `gq
     def load_mutant(mutant, reference):   # optional: when a mutant's parameters differ
         ...
 
+    def finding_data(mid, probes, observed, subject):   # optional: extra Diagnostic.data
+        ...                              # for one mistake (GQA: head_map_expected/_got)
+
 Function katas: mutants are functions with the entry point's signature. Module katas: the
 entry point is a class; each probe's `init` builds the reference (seeded by `probe.seed`)
 whose weights go into both the candidate's module and the mutants. `params` are the sizes

@@ -108,6 +108,8 @@ class _Params(dict):
 
 
 def _fmt(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
+        return f"{value:,}"
     if isinstance(value, float):
         if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
             return str(int(value))

@@ -299,10 +299,12 @@ class Engine:
                 if largest.get("elements", 0) >= limit and self.applies(mid):
                     shape = "x".join(str(s) for s in largest.get("shape", []))
                     self.findings.add(mid, 2, self.t(
-                        f"probe '{p.name}': largest intermediate {shape} ({largest.get('elements')} elements) from {largest.get('op')}",
-                        f"探测输入“{self.pname(p)}”：最大的中间张量 {shape}（{largest.get('elements')} 个元素），来自 {largest.get('op')}"),
+                        f"probe '{p.name}': largest intermediate {shape} ({largest.get('elements'):,} elements) "
+                        f"from {largest.get('op')}",
+                        f"探测输入“{self.pname(p)}”：最大的中间张量 {shape}（{largest.get('elements'):,} 个元素），"
+                        f"来自 {largest.get('op')}"),
                         params={"elements": largest.get("elements"), "shape": f"({', '.join(str(s) for s in largest.get('shape', []))})",
-                                "op": largest.get("op")}, probe=p)
+                                "op": largest.get("op")}, probe=p, source=_op_lines(str(largest.get("op", "")), self.src))
 
     def _arg_name(self, entry: str, label: str) -> str:
         """"argument 0" -> "`q` (argument 0)", from the skeleton's signature of `entry`."""
@@ -429,6 +431,16 @@ class Engine:
         self.result.diagnostics[:] = [d for i, d in enumerate(self.result.diagnostics)
                                       if i not in self.explained_runner and d.id not in mine]
         return diags
+
+
+_MATMUL_OPS = {"bmm", "mm", "matmul", "baddbmm", "addmm", "einsum", "_unsafe_view", "mul", "expand"}
+
+
+def _op_lines(op: str, src: Source) -> list[SourceRef]:
+    """The lines that most likely ran an aten op (aten::bmm -> the `@` line, aten::ones -> `ones(`)."""
+    short = op.split("::")[-1].split(".")[0].rstrip("_")
+    pattern = r"@|matmul|einsum|bmm" if short in _MATMUL_OPS else rf"\b{re.escape(short)}\b"
+    return [src.ref(s) for s in src.find(pattern)[:2]] if short else []
 
 
 def _merge_refs(refs: list[SourceRef], src: Source) -> list[SourceRef]:

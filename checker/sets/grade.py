@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import signal
+import tempfile
 import time
 import traceback
 from collections import deque
@@ -223,9 +225,13 @@ def _preload(kata_ids: list[str]) -> None:
             pass
 
 
-def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, log_path: str) -> None:
+def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, log_path: str,
+                 scratch: str) -> None:
     """A grading worker: grade what the parent sends until it sends None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
+    # Candidates' log files go to the run's scratch folder, which the parent removes: a
+    # worker killed mid-grading cannot leave them behind in /tmp.
+    tempfile.tempdir = scratch
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -266,9 +272,9 @@ def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, 
 
 
 class _Worker:
-    def __init__(self, ctx: Any, limits: tuple[float, float, int], lang: str, log_path: str) -> None:
+    def __init__(self, ctx: Any, limits: tuple[float, float, int], lang: str, log_path: str, scratch: str) -> None:
         parent_end, child_end = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child_end, limits, lang, log_path),
+        self.proc = ctx.Process(target=_worker_main, args=(child_end, limits, lang, log_path, scratch),
                                 name="attnkata-grader", daemon=True)
         self.proc.start()
         child_end.close()
@@ -319,6 +325,10 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
     jobs = max(1, min(jobs, len(tasks)))
     workers: list[_Worker] = []
     failures = 0  # workers found dead before they were given a task, since the last reply
+    scratch = tempfile.mkdtemp(prefix="attnkata-grade-")
+
+    def spawn() -> _Worker:
+        return _Worker(ctx, limits, lang, str(log_path), scratch)
 
     def replace(i: int, idle: bool = False) -> None:
         nonlocal failures
@@ -328,7 +338,7 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
         if failures > 3 * jobs + 3:
             raise RuntimeError(f"grading workers keep dying before they take any work; see {log_path}")
         workers[i].kill()
-        workers[i] = _Worker(ctx, limits, lang, str(log_path))
+        workers[i] = spawn()
 
     def fail(w: _Worker, kind: str, message: str) -> None:
         task, w.task = w.task, None
@@ -342,7 +352,7 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
     try:
         while queue or any(w.task for w in workers):
             while len(workers) < jobs:
-                workers.append(_Worker(ctx, limits, lang, str(log_path)))
+                workers.append(spawn())
             for i in range(len(workers)):
                 if workers[i].task is None and queue:
                     if not workers[i].proc.is_alive():
@@ -372,7 +382,7 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
                     w.done += 1
                     if w.done >= RECYCLE_AFTER:
                         w.stop()
-                        workers[i] = _Worker(ctx, limits, lang, str(log_path))
+                        workers[i] = spawn()
                 elif w.proc.sentinel in ready:
                     fail(w, "grader-process-died", _death(w))
                     replace(i)
@@ -386,6 +396,7 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
                 w.stop()
             else:
                 w.kill()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _death(w: _Worker) -> str:

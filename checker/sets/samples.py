@@ -32,10 +32,10 @@ import torch
 
 from attnkata.checker import plugin, wire
 from attnkata.checker.catalog import Kata
-from attnkata.checker.child import _Server
+from attnkata.checker.child import Server
 from attnkata.checker.errors import KataDefinitionError
 from attnkata.checker.proxy import Candidate, Limits
-from attnkata.checker.runner import _no_plugin_autoload, _pytest_args
+from attnkata.checker.runner import no_plugin_autoload, pytest_args
 from attnkata.checker.sets.manifest import reference_file
 
 MAX_CASE_BYTES = 1_500_000  # a sample whose data would be larger is skipped
@@ -104,13 +104,13 @@ def _names(module: Any) -> dict[str, str]:
     return out
 
 
-def _new_server(module: Any, path: Path) -> _Server:
-    server = _Server(None, path)  # type: ignore[arg-type]  # no pipe: requests are served in-process
+def _new_server(module: Any, path: Path) -> Server:
+    server = Server(None, path)  # type: ignore[arg-type]  # no pipe: requests are served in-process
     server.module = module
     return server
 
 
-def serve(server: _Server, req: dict[str, Any]) -> dict[str, Any]:
+def serve(server: Server, req: dict[str, Any]) -> dict[str, Any]:
     """One request through the child's handler, the reply as the parent would decode it."""
     handler = getattr(server, req["op"], None)
     if handler is None:
@@ -139,9 +139,9 @@ def record(kata: Kata) -> list[RecordedTest]:
     collector = plugin.Collector(candidate)
     out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _no_plugin_autoload(), \
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), no_plugin_autoload(), \
                 torch.random.fork_rng(devices=[]):
-            pytest.main(_pytest_args(kata, reference_file(kata)),
+            pytest.main(pytest_args(kata, reference_file(kata)),
                         plugins=[plugin, collector, _Tracker(candidate)])
     finally:
         candidate.close()

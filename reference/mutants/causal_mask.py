@@ -60,14 +60,18 @@ MUTANTS = {
 
 def probes() -> list[Probe]:
     return [
-        Probe("causal L = S = 6", "causal_mask", (6, 6), params={"L": 6, "S": 6}, grid="mask"),
-        Probe("causal with a KV cache, L = 3, S = 8", "causal_mask", (3, 8), params={"L": 3, "S": 8}, grid="mask"),
-        Probe("causal, S left out (L = 5)", "causal_mask", (5,), params={"L": 5, "S": 5}),
-        Probe("causal, more queries than keys (L = 6, S = 4)", "causal_mask", (6, 4), params={"L": 6, "S": 4}),
+        Probe("causal L = S = 6", "causal_mask", (6, 6), params={"L": 6, "S": 6}, grid="mask",
+              name_zh="因果 L = S = 6"),
+        Probe("causal with a KV cache, L = 3, S = 8", "causal_mask", (3, 8), params={"L": 3, "S": 8}, grid="mask",
+              name_zh="带 KV cache 的因果 L = 3, S = 8"),
+        Probe("causal, S left out (L = 5)", "causal_mask", (5,), params={"L": 5, "S": 5}, name_zh="因果，省略 S（L = 5）"),
+        Probe("causal, more queries than keys (L = 6, S = 4)", "causal_mask", (6, 4), params={"L": 6, "S": 4},
+              name_zh="因果，查询多于键（L = 6, S = 4）"),
         Probe("padding, lengths [5, 2, 7, 3], S = 7", "padding_mask", (torch.tensor([5, 2, 7, 3]), 7),
-              params={"B": 4, "S": 7}, grid="mask"),
+              params={"B": 4, "S": 7}, grid="mask", name_zh="padding，lengths [5, 2, 7, 3]，S = 7"),
         Probe("padding, lengths [0, 6, 3] (int32), S = 6", "padding_mask",
-              (torch.tensor([0, 6, 3], dtype=torch.int32), 6), params={"B": 3, "S": 6}),
+              (torch.tensor([0, 6, 3], dtype=torch.int32), 6), params={"B": 3, "S": 6},
+              name_zh="padding，lengths [0, 6, 3]（int32），S = 6"),
     ]
 
 

@@ -6,7 +6,12 @@ Self-attention only: L == S, so a top-left causal mask equals the bottom-right o
 
 from __future__ import annotations
 
-from attnkata.checker.diagnose.module_probes import craft_identity_values, family_mutants, family_probes, seeded
+from attnkata.checker.diagnose.module_probes import (
+    craft_identity_values,
+    family_mutants,
+    family_probes,
+    seeded,
+)
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.reference import mha as ref
 

@@ -7,7 +7,12 @@ Self-attention (L == S): `causal-mask-top-left` cannot show here.
 
 from __future__ import annotations
 
-from attnkata.checker.diagnose.module_probes import craft_identity_values, family_mutants, family_probes, seeded
+from attnkata.checker.diagnose.module_probes import (
+    craft_identity_values,
+    family_mutants,
+    family_probes,
+    seeded,
+)
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.reference import mqa as ref
 

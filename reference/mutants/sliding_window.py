@@ -98,10 +98,10 @@ def _params(L: int, S: int, window: tuple[int, int]) -> dict[str, object]:
     return params
 
 
-def _grid(L: int, S: int, window: tuple[int, int], name: str) -> Probe:
+def _grid(L: int, S: int, window: tuple[int, int], name: str, name_zh: str) -> Probe:
     q, k = torch.zeros(B, H, L, d, dtype=torch.float64), torch.zeros(B, H, S, d, dtype=torch.float64)
     v = torch.eye(S, dtype=torch.float64).expand(B, H, S, S).clone()
-    return Probe(name, ENTRY, (q, k, v, window), params=_params(L, S, window), grid="weights")
+    return Probe(name, ENTRY, (q, k, v, window), params=_params(L, S, window), grid="weights", name_zh=name_zh)
 
 
 def probes() -> list[Probe]:
@@ -111,20 +111,25 @@ def probes() -> list[Probe]:
     big_L, big_window = 1024, (15, 0)
     big = tuple(randn(1, 1, big_L, 16, seed=s, dtype=torch.float32) for s in (350, 351, 352))
     return [
-        Probe("window (3, 0), L=9, S=13", ENTRY, (*_qkv(301, 9, 13), (3, 0)), params=_params(9, 13, (3, 0))),
-        Probe("window (1, 4), L=9, S=13", ENTRY, (*_qkv(304, 9, 13), (1, 4)), params=_params(9, 13, (1, 4))),
-        Probe("window (4, 1), L=11, S=11", ENTRY, (*_qkv(307, 11, 11), (4, 1)), params=_params(11, 11, (4, 1))),
+        Probe("window (3, 0), L=9, S=13", ENTRY, (*_qkv(301, 9, 13), (3, 0)), params=_params(9, 13, (3, 0)),
+              name_zh="窗口 (3, 0)，L=9, S=13"),
+        Probe("window (1, 4), L=9, S=13", ENTRY, (*_qkv(304, 9, 13), (1, 4)), params=_params(9, 13, (1, 4)),
+              name_zh="窗口 (1, 4)，L=9, S=13"),
+        Probe("window (4, 1), L=11, S=11", ENTRY, (*_qkv(307, 11, 11), (4, 1)), params=_params(11, 11, (4, 1)),
+              name_zh="窗口 (4, 1)，L=11, S=11"),
         Probe("queries with no key, window (2, 1), L=12, S=8", ENTRY, (*_qkv(310, 12, 8), (2, 1)),
-              params=_params(12, 8, (2, 1))),
+              params=_params(12, 8, (2, 1)), name_zh="没有键的查询，窗口 (2, 1)，L=12, S=8"),
         Probe("large logits (~1e4), window (3, 1)", ENTRY, (*_qkv(313, 9, 13, scale=60.0), (3, 1)),
-              params=_params(9, 13, (3, 1))),
+              params=_params(9, 13, (3, 1)), name_zh="大 logits（约 1e4），窗口 (3, 1)"),
         Probe("explicit scale=0.3, window (4, 1)", ENTRY, (*_qkv(316, 9, 13), (4, 1)), {"scale": 0.3},
-              params={**_params(9, 13, (4, 1)), "scale": 0.3}),
-        _grid(8, 11, (2, 1), "window grid (2, 1), L=8, S=11 (q = k = 0, V = I)"),
-        _grid(10, 7, (2, 0), "window grid with empty rows (2, 0), L=10, S=7"),
+              params={**_params(9, 13, (4, 1)), "scale": 0.3}, name_zh="显式 scale=0.3，窗口 (4, 1)"),
+        _grid(8, 11, (2, 1), "window grid (2, 1), L=8, S=11 (q = k = 0, V = I)",
+              "窗口网格 (2, 1)，L=8, S=11（q = k = 0，V = I）"),
+        _grid(10, 7, (2, 0), "window grid with empty rows (2, 0), L=10, S=7", "含空行的窗口网格 (2, 0)，L=10, S=7"),
         Probe(f"memory: L = S = {big_L}, window {big_window}", ENTRY, (*big, big_window),
               params={"B": 1, "H": 1, "L": big_L, "S": big_L, "d": 16, "W": big_window[0] + 1},
-              dtype=torch.float32, budget=("window-materializes-full-scores", big_L * big_L // 2)),
+              dtype=torch.float32, budget=("window-materializes-full-scores", big_L * big_L // 2),
+              name_zh=f"内存：L = S = {big_L}，窗口 {big_window}"),
     ]
 
 
