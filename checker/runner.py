@@ -106,9 +106,14 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     `maxfail`: stop grading after that many failed tests (the diagnosis still runs); for
     callers that only need "it fails" and the diagnosis, such as the mutation matrix."""
     import pytest
+    import torch
 
     from attnkata.checker import plugin
     from attnkata.checker.proxy import Candidate
+
+    # Graders work on small tensors: one thread avoids OpenMP's spin-up and oversubscription
+    # when the machine is busy (batch grading runs one grader per core).
+    torch.set_num_threads(1)
 
     limits = limits or Limits()
     path = Path(path)

@@ -89,7 +89,8 @@ def test_chinese_statements_have_no_soft_breaks_between_characters(kata_id):
     """Markdown renders a newline inside a paragraph as a space: visible between CJK characters."""
     text = catalog.get_kata(kata_id).statement("zh")
     fence = False
-    for before, after in zip(text.split("\n"), text.split("\n")[1:]):
+    lines = text.split("\n")
+    for before, after in zip(lines, lines[1:], strict=False):
         if before.startswith("```"):
             fence = not fence
         if not fence and before and after and _cjk(before[-1]) and _cjk(after.lstrip()[:1] or "a") \

@@ -1,10 +1,11 @@
 """Diagnosis building blocks shared by the module katas (mha, mqa, gqa, mla, perceiver-latent).
 
-- `seeded(cls, craft)`: the reference class with weights drawn like the graders'
-  (`weights.seeded_`) from the seed the probe sets, so logits are O(1) and scale and mask
-  mistakes show (PyTorch's default init gives a nearly uniform softmax that hides them); with
-  the seed `GRID_SEED`, `craft` sets weights that turn the output into the attention weights
-  (q = k = 0, V = I, W_o = I) for the mask grid.
+- `seeded(cls, crafts)`: the reference class with weights drawn like the graders'
+  (`weights.seeded_`) from the seed the probe sets (read back with `torch.initial_seed()`),
+  so logits are O(1) and scale and mask mistakes show (PyTorch's default init gives a nearly
+  uniform softmax that hides them). Two probe seeds get crafted weights on top: GRID_SEED
+  turns the output into the attention weights (q = k = 0, V = I, W_o = I) for the mask grid,
+  LARGE_SEED makes every row's own score huge (q = k = x[..., :d]) for the overflow probe.
 - `Knobs` and `core`: the attention core of every module kata with one knob per catalogued
   mistake (all knobs at their defaults = the reference); the katas' mutants are the
   reference modules with one knob turned.
@@ -28,22 +29,25 @@ from attnkata.checker.probes import randn
 from attnkata.checker.weights import seeded_
 
 INF = float("inf")
-GRID_SEED = 9000  # the probe seed whose reference gets `craft`ed weights (see `seeded`)
+# Probe seeds whose reference gets crafted weights on top of the seeded ones (see `seeded`).
+GRID_SEED = 9000  # the output is the attention weights (the mask grid)
+LARGE_SEED = 9001  # every query's own key scores |x_i|^2 / sqrt(d): huge logits in every row
 
 
-def seeded(cls: type[nn.Module], craft: Any = None) -> type[nn.Module]:
+def seeded(cls: type[nn.Module], crafts: Any = None) -> type[nn.Module]:
     """`cls` whose constructor re-initialises every parameter from the seed the diagnosis set
     just before building the reference (`torch.manual_seed(probe.seed)`), as the graders do;
-    with the seed GRID_SEED, `craft(module)` then sets the grid probe's weights."""
+    `crafts` ({seed: craft}, or one craft for GRID_SEED) then sets special probes' weights."""
+    table = crafts if isinstance(crafts, dict) else ({GRID_SEED: crafts} if crafts is not None else {})
 
     class Seeded(cls):  # type: ignore[valid-type, misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             seed = torch.initial_seed()
             seeded_(self, seed)
-            if craft is not None and seed == GRID_SEED:
+            if seed in table:
                 with torch.no_grad():
-                    craft(self)
+                    table[seed](self)
 
     Seeded.__name__ = Seeded.__qualname__ = cls.__name__
     Seeded.__module__ = cls.__module__
@@ -62,6 +66,19 @@ def craft_identity_values(m: nn.Module) -> None:
         p.zero_()
     eye_(m.v_proj.weight)
     eye_(m.o_proj.weight)
+
+
+def craft_self_similar(m: nn.Module) -> None:
+    """Every query head and every KV head reads the first head_dim features of x (q = k =
+    x[..., :d], no bias): query i's score with its own key is |x_i[:d]|^2 / sqrt(d) > 0, so
+    on a large x every row has a logit far above exp's range and any softmax that skips the
+    max subtraction overflows in every row, whatever it does with its denominator."""
+    for proj in (m.q_proj, m.k_proj):
+        proj.weight.zero_()
+        rows = torch.arange(proj.weight.shape[0])
+        proj.weight[rows, rows % m.head_dim] = 1.0
+        if proj.bias is not None:
+            proj.bias.zero_()
 
 
 def one_hot_inputs(B: int, L: int, D: int) -> torch.Tensor:
@@ -90,7 +107,10 @@ class Knobs:
         from all-True, negated: everything blocked without a mask), "ignored" (the caller's mask dropped),
         "ignored-all" (no mask at all), "after" (the combined mask multiplies the softmax
         output), "added" (the boolean mask added to the scores), "add-big" (-1e9 added where
-        masked), "transposed" (the caller's mask read as [key, query]).
+        masked), "add-inf" (an additive float mask of 0 / -inf), "transposed" (the caller's
+        mask read as [key, query]).
+    hide_nan: None, "nan_to_num" or "where": NaN rows computed, then hidden (with "add-inf"
+        the NaN still reaches the gradients).
     causal: the allowed part with is_causal: "tril" (j <= i), "tril-1" (j < i), "tril+1"
         (j <= i + 1), "triu+1" (j > i), "triu" (j >= i).
     """
@@ -105,6 +125,7 @@ class Knobs:
     fill: float = -INF
     mask: str = "fill"
     causal: str = "tril"
+    hide_nan: str | None = None
 
     def label(self) -> str:
         changed = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
@@ -175,11 +196,17 @@ def core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, attn_m
             scores = scores + allowed
         elif mode == "add-big":
             scores = scores + (~allowed).to(scores.dtype) * -1e9
+        elif mode == "add-inf":
+            scores = scores + torch.zeros_like(scores).masked_fill(~allowed, -INF)
         elif mode in ("fill", "flipped", "transposed", "ignored"):
             scores = scores.masked_fill(~allowed, knobs.fill)
     weights = softmax(scores, knobs.softmax, knobs.dim)
     if mode == "after" and allowed is not None:
         weights = weights * allowed
+    if knobs.hide_nan == "nan_to_num":
+        weights = torch.nan_to_num(weights, nan=0.0)
+    elif knobs.hide_nan == "where" and allowed is not None:
+        weights = torch.where(allowed.any(dim=-1, keepdim=True), weights, torch.zeros_like(weights))
     return weights @ v
 
 
@@ -243,6 +270,8 @@ def family_variant(base: type[nn.Module], kv_heads: Any, **changes: Any) -> type
 
 # The mistakes every MHA-like kata shares, as knob settings (several spellings per mistake
 # where candidates write it in ways that behave differently).
+FAMILY_CRAFTS = {GRID_SEED: craft_identity_values, LARGE_SEED: craft_self_similar}
+
 FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
     "split-heads-without-transpose": [{"split": "flat"}],
     "merge-heads-without-transpose": [{"merge": "flat"}],
@@ -264,6 +293,10 @@ FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
     "mask-applied-after-softmax": [{"mask": "after", "softmax": "torch"}],
     "fully-masked-row-nan": [{"softmax": "torch"}],
     "fully-masked-row-uniform": [{"fill": -1e9, "softmax": "torch"}, {"mask": "add-big", "softmax": "torch"}],
+    # Filling with -inf zeroes the NaN's gradient in masked_fill's backward: only an additive
+    # -inf mask lets it through to q and k.
+    "fully-masked-row-nan-gradient": [{"mask": "add-inf", "softmax": "torch", "hide_nan": how}
+                                      for how in ("nan_to_num", "where")],
     "padding-mask-wrong-axis": [{"mask": "transposed"}],
 }
 
@@ -304,6 +337,8 @@ def family_probes(entry: str, *, B: int, L: int, H: int, d: int, Hkv: int | None
     padding = (torch.arange(L)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, L)
     empty = with_empty_rows(strict_mask(B, 1, L, L, seed=303), [(0, 0, 1), (B - 1, 0, L - 1)])
     flat = strict_mask(L, L, seed=304)
+    padded_out = padding.clone()
+    padded_out[-1] = False  # the last batch row is all padding: its queries see no key
     out = [
         probe("no mask", x(401), repeat=True),
         probe("attn_mask (B, 1, L, L)", x(402), {"attn_mask": mask}),
@@ -312,11 +347,13 @@ def family_probes(entry: str, *, B: int, L: int, H: int, d: int, Hkv: int | None
         probe("is_causal", x(405), {"is_causal": True}),
         probe("attn_mask and is_causal", x(406), {"attn_mask": with_diag, "is_causal": True}),
         probe("fully masked rows", x(407), {"attn_mask": empty}),
-        probe("large logits (x * 40)", x(408, scale=40.0), {"attn_mask": mask}),
+        probe("large logits (q = k = x * 40)", x(408, scale=40.0), {"attn_mask": with_diag}, seed=LARGE_SEED),
         probe("float32, attn_mask and is_causal", tuple(t.float() for t in x(409)),
               {"attn_mask": with_diag, "is_causal": True}, dtype=torch.float32),
         probe("other weights, padding mask and is_causal", x(410), {"attn_mask": padding, "is_causal": True},
               seed=8),
+        probe("gradient w.r.t. x, a fully padded batch row", x(411), {"attn_mask": padded_out},
+              grad=((0,), randn(B, L, D, seed=412))),
     ]
     if grid_init is not None:
         assert grid_sizes is not None

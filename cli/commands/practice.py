@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -65,7 +64,13 @@ def show(kata: KataArg, lang: LangOption = None) -> None:
     """Print the statement of KATA."""
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
-    out.print(Markdown(k.statement(lang)))
+    out.print(_markdown(k.statement(lang)))
+
+
+def _markdown(text: str):  # noqa: ANN202 - rich.markdown is imported only where it is shown
+    from rich.markdown import Markdown
+
+    return Markdown(text)
 
 
 def start(
@@ -80,7 +85,7 @@ def start(
     res = workspace.start(k, directory, force)
     with History() as h:
         h.record_event(k.id, "start", {"file": str(res.path)})
-    out.print(Markdown(k.statement(lang)))
+    out.print(_markdown(k.statement(lang)))
     if res.backup:
         out.print(f"[yellow]Kept your previous file as {res.backup}[/]")
     if res.created:
@@ -230,9 +235,8 @@ def solution(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Show it without asking.")] = False,
 ) -> None:
     """Show the reference solution of KATA (asks first unless you already passed it)."""
-    from attnkata.checker.skeleton import reference_path, strip_markers
-
     from attnkata.checker.mock.session import blocking_session, refusal
+    from attnkata.checker.skeleton import reference_path, strip_markers
 
     k = catalog.get_kata(kata)
     if (mock := blocking_session(k.id)) is not None:

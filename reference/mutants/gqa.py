@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from attnkata.checker.diagnose.module_probes import (
-    craft_identity_values,
+    FAMILY_CRAFTS,
     family_mutants,
     family_probes,
     kv_head_map,
@@ -25,7 +25,7 @@ HEAD_MAP_PROBE = "no mask"
 
 
 class REFERENCE:
-    GroupedQueryAttention = seeded(ref.GroupedQueryAttention, craft_identity_values)
+    GroupedQueryAttention = seeded(ref.GroupedQueryAttention, FAMILY_CRAFTS)
 
 
 MUTANTS = family_mutants(ref.GroupedQueryAttention, lambda m: m.n_kv_heads,

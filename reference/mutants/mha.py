@@ -7,7 +7,7 @@ Self-attention only: L == S, so a top-left causal mask equals the bottom-right o
 from __future__ import annotations
 
 from attnkata.checker.diagnose.module_probes import (
-    craft_identity_values,
+    FAMILY_CRAFTS,
     family_mutants,
     family_probes,
     seeded,
@@ -21,7 +21,7 @@ D = H * HD
 
 
 class REFERENCE:
-    MultiHeadAttention = seeded(ref.MultiHeadAttention, craft_identity_values)
+    MultiHeadAttention = seeded(ref.MultiHeadAttention, FAMILY_CRAFTS)
 
 
 MUTANTS = family_mutants(ref.MultiHeadAttention, lambda m: m.n_heads)

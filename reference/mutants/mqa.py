@@ -8,7 +8,7 @@ Self-attention (L == S): `causal-mask-top-left` cannot show here.
 from __future__ import annotations
 
 from attnkata.checker.diagnose.module_probes import (
-    craft_identity_values,
+    FAMILY_CRAFTS,
     family_mutants,
     family_probes,
     seeded,
@@ -22,7 +22,7 @@ D = H * HD
 
 
 class REFERENCE:
-    MultiQueryAttention = seeded(ref.MultiQueryAttention, craft_identity_values)
+    MultiQueryAttention = seeded(ref.MultiQueryAttention, FAMILY_CRAFTS)
 
 
 MUTANTS = family_mutants(ref.MultiQueryAttention, lambda m: 1)

@@ -125,6 +125,8 @@ def probes() -> list[Probe]:
         probe("padding, lengths [9, 4]", randn(B, S, D, seed=602), _lengths_mask([9, 4], S)),
         probe("scattered padding", randn(B, S, D, seed=603), scattered),
         probe("a fully padded row, lengths [0, 6]", randn(B, S, D, seed=604), _lengths_mask([0, 6], S)),
+        probe("gradient w.r.t. x, lengths [4, 0]", randn(B, S, D, seed=609), _lengths_mask([4, 0], S),
+              grad=((0,), randn(B, N, D, seed=610))),
         probe("large logits (float32, x * 400)", randn(B, S, D, seed=605, scale=400.0).float(), dtype=torch.float32),
         probe("float32, lengths [5, 8]", randn(B, S, D, seed=606).float(), _lengths_mask([5, 8], S),
               dtype=torch.float32),
