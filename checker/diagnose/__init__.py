@@ -42,10 +42,19 @@ Write one file, `reference/mutants/<kata_module>.py` (e.g. `gqa.py` for kata `gq
 
 Function katas: mutants are functions with the entry point's signature. Module katas: the
 entry point is a class; each probe's `init` builds the reference (seeded by `probe.seed`)
-whose weights go into both the candidate's module and the mutants. `params` are the sizes
-the catalogue texts quote (d, D, H, Hkv, L, S, W, ...); `grid="weights"` or `"mask"` marks
-the probe whose output is drawn as a mask grid; `budget=(id, elements)` flags a too-large
-intermediate tensor. Shared probe builders live in `checker/diagnose/probes.py`.
+whose weights go into both the candidate's module and the mutants. `REFERENCE` (optional)
+replaces `attnkata.reference.<kata_module>` as the namespace the entry point is taken from.
+`params` are the sizes the catalogue texts quote (d, D, H, Hkv, L, S, W, ...);
+`grid="weights"` or `"mask"` marks a probe whose output is drawn as a mask grid;
+`budget=(id, elements)` flags a too-large intermediate tensor; `repeat=True` calls twice
+(dropout left on); `grad=(wrt, grad_output)` compares gradients; `name_zh` names the probe
+in Chinese evidence. A finding may carry `data["head_map_expected"/"head_map_got"]`.
+Shared probe builders live in `checker/diagnose/probes.py`.
+
+Rules of thumb: a mutant is the reference with one knob turned (so an exact match means
+that mistake and nothing else); add a variant for every spelling that behaves differently
+(e.g. `torch.softmax` vs a guarded softmax on empty rows); tests/test_diagnose.py fails
+when a mutant equals the reference on every probe or two mistakes cannot be told apart.
 
 Then add one fixture per mistake, `tests/fixtures/mistakes/<kata>/<mistake-id>.py` (variants:
 `<mistake-id>--<variant>.py`): `tests/test_mutation_matrix.py` finds them, checks that the

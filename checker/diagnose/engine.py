@@ -39,7 +39,7 @@ from attnkata.checker.proxy import (
 
 # Diagnosis probes get a shorter leash than tests: they are small, and diagnosis must stay fast.
 PROBE_CALL_TIMEOUT = 2.0
-PROBE_TIME_BUDGET = 3.0
+PROBE_TIME_BUDGET = 1.2
 
 
 def _t(lang: str, en: str, zh: str) -> str:
