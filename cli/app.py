@@ -3,6 +3,7 @@ one place; every command module below is a thin layer over `attnkata.checker`.""
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from typing import Annotated, Any
@@ -100,5 +101,17 @@ _register()
 def main() -> None:
     try:
         app()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if isinstance(exc.code, str):
+            err.print(exc.code, markup=False, highlight=False)
     except KeyboardInterrupt:
-        sys.exit(130)
+        code = 130
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if "torch" in sys.modules:
+        # Everything is written and closed by now (history committed, candidate processes
+        # killed). Tearing down torch's interpreter state would cost ~0.3 s for nothing.
+        os._exit(code)
+    sys.exit(code)
