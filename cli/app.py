@@ -82,16 +82,9 @@ def root(
 
 
 def _register() -> None:
-    from attnkata.cli.commands import practice
+    from attnkata.cli.commands import mistakes, mock, practice, sets
 
-    practice.register(app)
-    for name in ("mistakes", "mock", "sets"):
-        try:
-            module = __import__(f"attnkata.cli.commands.{name}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"attnkata.cli.commands.{name}":
-                raise
-            continue
+    for module in (practice, mistakes, mock, sets):
         module.register(app)
 
 

@@ -129,8 +129,6 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
                                 theme="ansi_dark", word_wrap=True))
         elif ref.text:
             parts.append(Text(f"{labels['line']} {ref.line}: {ref.text}", style="cyan"))
-    for extra in d.data.get("renderables", []):
-        parts.append(extra)
     if d.data.get("mask_expected"):
         parts.append(mask_grids(d.data, lang))
     if d.data.get("head_map_expected"):
@@ -146,8 +144,7 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
                  border_style=color.get(d.severity, "red"))
 
 
-def render_result(console: Console, result: Result, source: str | None = None,
-                  extra_panels: dict[str, list] | None = None) -> None:
+def render_result(console: Console, result: Result, source: str | None = None) -> None:
     """Summary, per-test lines, then at most three diagnostics, most severe first."""
     lines = source.splitlines() if source else []
     labels = LABELS.get(result.lang, LABELS["en"])
@@ -159,9 +156,6 @@ def render_result(console: Console, result: Result, source: str | None = None,
     if diags:
         console.print(Text(labels["diagnosis"], style="bold"))
         for d in diags:
-            panel = diagnostic_panel(d, lines, result.lang)
-            console.print(panel)
-            for extra in (extra_panels or {}).get(d.id, []):
-                console.print(extra)
+            console.print(diagnostic_panel(d, lines, result.lang))
     elif result.passed:
         console.print(Text(labels["all_pass"], style="green"))

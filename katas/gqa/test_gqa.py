@@ -6,7 +6,8 @@ different outputs, and B != Hkv so a (B,1,1,L) mask broadcast onto a grouped
 (B, Hkv, g, L, L) score tensor cannot line up by accident. Every test builds the
 candidate's module, gives it the reference's weights (checker.weights maps common layer
 names) and compares with the float64 reference; a mismatch that matches the `repeat` order
-says so.
+says so. The tests every self-attention module kata shares live in
+checker/module_suite.py.
 """
 
 import copy
@@ -14,10 +15,26 @@ import copy
 import pytest
 import torch
 
-from attnkata.checker.compare import assert_close, describe_inputs
+from attnkata.checker.module_suite import (  # noqa: F401 - collected as this grader's tests
+    SelfAttentionKata,
+    check_constructor_raises,
+    test_attn_mask,
+    test_causal_ignores_future,
+    test_cuda,
+    test_deterministic_in_eval,
+    test_forward,
+    test_fully_masked_query_rows,
+    test_gradients,
+    test_gradients_fully_padded_row,
+    test_is_causal,
+    test_large_logits,
+    test_mask_and_causal,
+    test_no_bias,
+    test_other_sizes,
+    test_padding_mask_fully_padded_row,
+)
 from attnkata.checker.probes import randn, random_mask
-from attnkata.checker.proxy import CandidateRaised
-from attnkata.checker.weights import build_module, check_module_call, check_module_grads, seeded_
+from attnkata.checker.weights import build_module, check_module_call, seeded_
 from attnkata.reference import gqa as ref
 from attnkata.reference import mha as ref_mha
 from attnkata.reference import mqa as ref_mqa
@@ -26,7 +43,6 @@ CLS = "GroupedQueryAttention"
 B, L, H, HKV, HD = 4, 7, 6, 2, 5
 D = H * HD
 SIZES = f"B={B}, L={L}, D={D}, H={H}, Hkv={HKV}, head dim={HD}"
-DTYPES = [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")]
 
 
 def reference(seed: int, d_model: int = D, n_heads: int = H, n_kv_heads: int = HKV,
@@ -77,75 +93,19 @@ def compare(module, mapping, r, x, kwargs, *, dtype, case):
         raise
 
 
-def run(solution, x, kwargs=None, *, seed, case, dtype=torch.float64, init=(D, H, HKV), init_kwargs=None):
-    """Build the candidate with the reference's weights (seed), call it on x, compare."""
-    r = reference(seed, *init, **(init_kwargs or {}))
-    module, mapping = build_module(solution, CLS, r, init, init_kwargs, dtype=dtype, case=case)
-    return compare(module, mapping, r, x, kwargs, dtype=dtype, case=case)
+SPEC = SelfAttentionKata(
+    cls=CLS, reference=reference, init=(D, H, HKV), batch=B, length=L, heads=H, sizes=SIZES,
+    other_sizes=(3, 5, (8 * 6, 8, 4), "B=3, L=5, D=48, H=8, Hkv=4, head dim=6"), compare=compare,
+)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_forward(solution, dtype):
-    x = randn(B, L, D, seed=1)
-    run(solution, x, seed=2, dtype=dtype, case=f"no mask, {describe_inputs(x=x)}, {SIZES}")
+@pytest.fixture(scope="module")
+def spec() -> SelfAttentionKata:
+    return SPEC
 
 
-MASK_SHAPES = {"L,L": (L, L), "B,1,1,L": (B, 1, 1, L), "B,1,L,L": (B, 1, L, L), "B,H,L,L": (B, H, L, L)}
-
-
-@pytest.mark.parametrize("shape", list(MASK_SHAPES))
-def test_attn_mask(solution, shape):
-    x = randn(B, L, D, seed=3)
-    mask = random_mask(*MASK_SHAPES[shape], seed=4, p=0.5)
-    run(solution, x, {"attn_mask": mask}, seed=5,
-        case=f"bool attn_mask of shape ({shape}) = {tuple(mask.shape)}, True = may attend, {SIZES}")
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_is_causal(solution, dtype):
-    x = randn(B, L, D, seed=6)
-    run(solution, x, {"is_causal": True}, seed=7, dtype=dtype,
-        case=f"is_causal=True (query i attends keys 0..i, itself included), {SIZES}")
-
-
-def test_causal_ignores_future(solution):
-    # Metamorphic: with is_causal, rewriting tokens t.. must leave the outputs before t alone.
-    t = 3
-    x = randn(B, L, D, seed=8)
-    x2 = x.clone()
-    x2[:, t:] = randn(B, L - t, D, seed=9)
-    r = reference(10)
-    case = f"is_causal=True, tokens {t}..{L - 1} rewritten: outputs 0..{t - 1} must not change, {SIZES}"
-    module, mapping = build_module(solution, CLS, r, (D, H, HKV), dtype=torch.float64, case=case)
-    first = compare(module, mapping, r, x, {"is_causal": True}, dtype=torch.float64, case=case)
-    second = module.call((x2,), {"is_causal": True}).value
-    if isinstance(second, torch.Tensor) and second.shape == first.value.shape:
-        assert_close(second[:, :t], first.value[:, :t],
-                     case=case + mapping.note() + " (your causal mask lets a query see later keys)",
-                     what=f"outputs at positions 0..{t - 1}")
-    compare(module, mapping, r, x2, {"is_causal": True}, dtype=torch.float64, case=case)
-
-
-def test_mask_and_causal(solution):
-    x = randn(B, L, D, seed=11)
-    mask = random_mask(B, 1, L, L, seed=12, p=0.7)
-    run(solution, x, {"attn_mask": mask, "is_causal": True}, seed=13,
-        case=f"attn_mask (B,1,L,L) = {tuple(mask.shape)} and is_causal=True together (both apply), {SIZES}")
-
-
-def test_no_bias(solution):
-    x = randn(B, L, D, seed=14)
-    run(solution, x, {"is_causal": True}, seed=15, init_kwargs={"bias": False},
-        case=f"{CLS}({D}, {H}, {HKV}, bias=False): no Linear has a bias, {SIZES}")
-
-
-def test_other_sizes(solution):
-    b, n, h, hkv, hd = 3, 5, 8, 4, 6
-    x = randn(b, n, h * hd, seed=16)
-    mask = random_mask(b, 1, 1, n, seed=17)
-    run(solution, x, {"attn_mask": mask, "is_causal": True}, seed=18, init=(h * hd, h, hkv),
-        case=f"other sizes B={b}, L={n}, D={h * hd}, H={h}, Hkv={hkv}, head dim={hd} "
-             "(padding mask + is_causal)")
+def run(solution, x, kwargs=None, *, seed, case, dtype=torch.float64):
+    return SPEC.run(solution, x, kwargs, seed=seed, case=case, dtype=dtype)
 
 
 def test_kv_head_mapping(solution):
@@ -177,31 +137,6 @@ def test_equals_mqa_with_one_kv_head(solution):
                       dtype=torch.float64, case=case)
 
 
-def test_deterministic_in_eval(solution):
-    x = randn(B, L, D, seed=19)
-    r = reference(20)
-    case = f"the same input twice in eval() mode, {SIZES}"
-    module, mapping = build_module(solution, CLS, r, (D, H, HKV), dtype=torch.float64, case=case)
-    first = module.call((x,)).value
-    second = module.call((x,)).value
-    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape:
-        assert torch.equal(first, second), (
-            f"{case}: two calls gave different outputs (max difference "
-            f"{float((first - second).abs().max()):.3g}): dropout or other randomness is active in eval(); "
-            "use nn.Dropout (which eval() turns off) or pass training=self.training")
-    compare(module, mapping, r, x, None, dtype=torch.float64, case=case)
-
-
-def test_gradients(solution):
-    x = randn(B, L, D, seed=21)
-    mask = random_mask(B, 1, L, L, seed=22)
-    r = reference(23)
-    case = f"gradient w.r.t. x with a (B,1,L,L) mask and is_causal, {SIZES}"
-    module, mapping = build_module(solution, CLS, r, (D, H, HKV), dtype=torch.float64, case=case)
-    check_module_grads(module, mapping, r, (x,), {"attn_mask": mask, "is_causal": True}, wrt=(0,),
-                       grad_output=randn(B, L, D, seed=24), case=case)
-
-
 BAD_SHAPES = {
     "d_model%n_heads": ((D + 1, H, HKV), f"{D + 1} is not divisible by {H}"),
     "n_heads%n_kv_heads": ((D, H, 4), f"n_heads={H} is not divisible by n_kv_heads=4"),
@@ -211,76 +146,4 @@ BAD_SHAPES = {
 @pytest.mark.parametrize("which", list(BAD_SHAPES))
 def test_bad_head_counts_raise(solution, which):
     args, why = BAD_SHAPES[which]
-    call = f"{CLS}{args}"
-    try:
-        solution.new(CLS, args)
-    except CandidateRaised as exc:
-        assert exc.exc_type in ("ValueError", "AssertionError"), (
-            f"{call} must raise ValueError or AssertionError because {why}; yours raised "
-            f"{exc.exc_type}: {exc.exc_message[:200]}")
-    else:
-        pytest.fail(f"{call} must raise ValueError (or AssertionError): {why}, but your constructor "
-                    "accepted it", pytrace=False)
-
-
-def _padding_mask() -> torch.Tensor:
-    mask = torch.ones(B, 1, 1, L, dtype=torch.bool)
-    mask[0, ..., L - 2:] = False  # batch 0: its last two tokens are padding
-    mask[1] = False  # batch 1: nothing but padding
-    return mask
-
-
-@pytest.mark.tier("edge")
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_padding_mask_fully_padded_row(solution, dtype):
-    x = randn(B, L, D, seed=25)
-    mask = _padding_mask()
-    run(solution, x, {"attn_mask": mask}, seed=26, dtype=dtype,
-        case=f"padding mask (B,1,1,L) = {tuple(mask.shape)}; batch 1 is all padding, so every query there "
-             f"attends to nothing and its output must be o_proj's bias, {SIZES}")
-
-
-@pytest.mark.tier("edge")
-def test_fully_masked_query_rows(solution):
-    x = randn(B, L, D, seed=27)
-    mask = random_mask(B, 1, L, L, seed=28)
-    mask[0, :, 3, :] = False  # batch 0, query 3 may attend nothing
-    mask[1, :, 0, :] = False
-    run(solution, x, {"attn_mask": mask, "is_causal": True}, seed=29,
-        case=f"attn_mask with fully masked query rows (batch 0 query 3, batch 1 query 0) and is_causal; "
-             f"those rows must give o_proj's bias, {SIZES}")
-
-
-@pytest.mark.tier("edge")
-def test_gradients_fully_padded_row(solution):
-    x = randn(B, L, D, seed=46)
-    mask = _padding_mask()
-    r = reference(47)
-    case = f"gradient w.r.t. x with a (B,1,1,L) padding mask, batch 1 all padding (gradients must stay finite), {SIZES}"
-    module, mapping = build_module(solution, CLS, r, (D, H, HKV), dtype=torch.float64, case=case)
-    check_module_grads(module, mapping, r, (x,), {"attn_mask": mask}, wrt=(0,),
-                       grad_output=randn(B, L, D, seed=48), case=case)
-
-
-@pytest.mark.tier("edge")
-def test_large_logits(solution):
-    x = randn(B, L, D, seed=30, scale=20.0)  # attention logits of order 1e2..1e3
-    mask = _padding_mask()
-    run(solution, x, {"attn_mask": mask, "is_causal": True}, seed=31, dtype=torch.float32,
-        case=f"float32 input scaled by 20 (logits of order 1e2..1e3: softmax must stay stable), {SIZES}")
-
-
-@pytest.mark.tier("edge")
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_cuda(solution):
-    x = randn(B, L, D, seed=32)
-    mask = random_mask(B, 1, L, L, seed=33)
-    r = reference(34)
-    case = f"CUDA float32 module and input, attn_mask (B,1,L,L) and is_causal, {SIZES}"
-    module, mapping = build_module(solution, CLS, r, (D, H, HKV), case=case)
-    module.to("cuda")
-    out = module.call((x.float().cuda(),), {"attn_mask": mask.cuda(), "is_causal": True})
-    with torch.no_grad():
-        expected = r(x, attn_mask=mask, is_causal=True).cuda()
-        baseline = r.float().cuda()(x.float().cuda(), attn_mask=mask.cuda(), is_causal=True)
-    assert_close(out.value, expected, case=case + mapping.note(), baseline=baseline)
+    check_constructor_raises(solution, CLS, args, why)
