@@ -86,10 +86,26 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _use_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     _migrate(conn)
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, wait: float = 30.0) -> None:
+    """Switch to WAL (persistent in the file, so usually already on). The switch needs the
+    database to itself and SQLite answers "locked" at once, not after the busy timeout, when a
+    second process opens a new database at the same moment: retry until the wait is over."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
