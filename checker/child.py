@@ -80,8 +80,17 @@ class _FunctionRecorder(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+class BannedCall(Exception):
+    """Raised in the child when candidate code reaches an attention kernel that cannot simply
+    be recorded and let through (flex_attention is a higher-order operator)."""
+
+
 class _DispatchRecorder(TorchDispatchMode):
     """Records every aten op with the storage it allocates and any write into an input."""
+
+    # Higher-order operators (flex_attention) reach __torch_dispatch__ instead of failing
+    # with "no rule registered for HigherOrderOperator".
+    supports_higher_order_operators = True
 
     def __init__(self, state: _TraceState) -> None:
         super().__init__()
@@ -95,6 +104,10 @@ class _DispatchRecorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
+        if isinstance(func, torch._ops.HigherOrderOperator):
+            # Keep this branch trivial: flex_attention may run it under dynamo's tracing.
+            self.state.banned.append("flex_attention (a higher-order attention operator)")
+            raise BannedCall("flex_attention")
         out = func(*args, **kwargs)
         st = self.state
         name = func._schema.name
@@ -162,6 +175,17 @@ def _apply_limits(memory_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def _install_tripwires() -> None:
+    """flex_attention compiles itself on first use, which our modes cannot trace; replace the
+    public function before the candidate imports it, so a call is refused at once."""
+    import torch.nn.attention.flex_attention as flex
+
+    def flex_attention(*args: Any, **kwargs: Any) -> Any:
+        raise BannedCall("torch.nn.attention.flex_attention.flex_attention")
+
+    flex.flex_attention = flex_attention
+
+
 def _hide_trainer() -> _BlockTrainer:
     for name in [m for m in sys.modules if m == "attnkata" or m.startswith("attnkata.")]:
         if not name.startswith("attnkata.checker"):
@@ -194,6 +218,8 @@ class Server:
             kind = "memory"
         if isinstance(exc, ImportError) and self.blocker and self.blocker.hits:
             kind = "banned-import"
+        elif isinstance(exc, BannedCall):
+            kind = "banned-call"
         return {
             "ok": False,
             "kind": kind,
@@ -382,6 +408,7 @@ def child_main(conn: Connection, path: str, memory_mb: int, log_path: str) -> No
         np.random.seed(0)
         _apply_limits(memory_mb)
         server = Server(conn, Path(path))
+        _install_tripwires()
         server.blocker = _hide_trainer()
         try:
             reply = server.load()

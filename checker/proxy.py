@@ -315,6 +315,9 @@ class Candidate:
                 f"memory limit exceeded ({self.limits.memory_mb} MiB) while {doing}{where}: {msg[:200]}", **extra)
         if kind == "banned-import":
             return CandidateBanned(f"banned: {msg}", **extra)
+        if kind == "banned-call":
+            return CandidateBanned(f"your code used {msg} (fused attention kernels are banned in every kata)",
+                                   **extra)
         if kind == "protocol":
             return CandidateRaised(f"{msg} while {doing}", **extra)
         return CandidateRaised(f"your code raised {typ}: {msg} while {doing}{where}", **extra)

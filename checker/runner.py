@@ -57,10 +57,12 @@ def _failure_id(exc: CandidateFailure) -> str:
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
-    seen: set[tuple[str, str]] = set()
+    """One diagnostic per kind of failure and place in the candidate's file (the same
+    exception raised by every test is one finding, not twenty)."""
+    seen: set[tuple[str, str, tuple[int, ...]]] = set()
     out = []
     for d in diags:
-        key = (d.id, d.explanation.split(" while ")[0])
+        key = (d.id, d.title, tuple(ref.line for ref in d.source))
         if key not in seen:
             seen.add(key)
             out.append(d)

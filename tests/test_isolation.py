@@ -98,9 +98,10 @@ def test_a_forged_reply_cannot_run_code_in_the_grader(tmp_path, monkeypatch):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("name", ["uses_sdpa.py", "cheats_via_c_api.py", "uses_mha_module.py"])
+@pytest.mark.parametrize("name", ["uses_sdpa.py", "cheats_via_c_api.py", "uses_mha_module.py",
+                                  "uses_flex_attention.py"])
 def test_banned_attention_apis_are_caught_at_runtime(name):
-    with pytest.raises(CandidateBanned, match="banned|scaled_dot_product|multi_head"):
+    with pytest.raises(CandidateBanned, match="banned|scaled_dot_product|multi_head|flex_attention"):
         call_hostile(name, Limits(call_timeout=10, total_timeout=20))
 
 
