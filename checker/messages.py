@@ -6,6 +6,9 @@ engine's own sentences. `msg(key, lang, **params)` formats one.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 MESSAGES: dict[str, tuple[str, str]] = {
     "syntax_error_title": ("Syntax error", "语法错误"),
     "syntax_error": ("Python cannot parse your file: line {line}: {message}.",
@@ -31,7 +34,66 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "file_not_found": ("no such file: {path}", "文件不存在：{path}"),
     "file_not_found_hint": ("run `kata start {kata}` to create it, or pass a path",
                             "运行 `kata start {kata}` 创建它，或传入文件路径"),
+    # What the candidate's process was doing when it failed (checker/proxy.py).
+    "doing_load": ("loading your file", "加载你的文件时"),
+    "doing_call": ("calling {name}", "调用 {name} 时"),
+    "doing_new": ("constructing {name}", "构造 {name} 时"),
+    "doing_module": ("running your module", "运行你的模块时"),
+    "where": (" (line {line})", "（第 {line} 行）"),
+    # How it failed.
+    "fail_timeout": ("timed out after {limit:g} s while {doing} (time limit; an infinite loop?)",
+                     "{doing}超时：超过 {limit:g} 秒的时间限制（是否有死循环？）"),
+    "fail_total_timeout": ("timed out after {limit:g} s while {doing} (total time limit; an infinite loop?)",
+                           "{doing}超时：超过 {limit:g} 秒的总时间限制（是否有死循环？）"),
+    "fail_not_run": ("not run: your code already used the total time limit of {limit:g} s",
+                     "未运行：你的代码已经用完了 {limit:g} 秒的总时间限制"),
+    "fail_crashed": ("your code ended the interpreter while {doing} ({how}){last}",
+                     "{doing}你的代码终止了解释器（{how}）{last}"),
+    "fail_last_output": ("; last output: {tail}", "；最后的输出：{tail}"),
+    "how_gone": ("it disappeared", "进程消失了"),
+    "how_signal": ("killed by {signal}", "被信号 {signal} 终止"),
+    "how_segfault": ("killed by {signal} (a segfault)", "被信号 {signal} 终止（段错误）"),
+    "how_exit": ("exit code {code}, e.g. os._exit()", "退出码 {code}，例如调用了 os._exit()"),
+    "fail_exit": ("your code ended the interpreter: it called {call} while {doing}{where}",
+                  "{doing}你的代码调用了 {call}，终止了解释器{where}"),
+    "fail_memory": ("memory limit exceeded ({mb} MiB) while {doing}{where}: {detail}",
+                    "{doing}超出内存限制（{mb} MiB）{where}：{detail}"),
+    "fail_banned_import": ("banned: {detail}", "禁止：{detail}"),
+    "fail_banned_call": ("your code used {api} (fused attention kernels are banned in every kata)",
+                         "你的代码使用了 {api}（所有题目都禁止使用融合注意力内核）"),
+    "fail_banned_ops": ("your code used {apis}: write the attention yourself (fused attention kernels and "
+                        "nn.MultiheadAttention are banned in every kata)",
+                        "你的代码使用了 {apis}：请自己实现注意力（所有题目都禁止使用融合注意力内核和 "
+                        "nn.MultiheadAttention）"),
+    "fail_raised": ("your code raised {type}: {detail} while {doing}{where}",
+                    "{doing}你的代码抛出了 {type}：{detail}{where}"),
+    "fail_protocol": ("{detail} while {doing}", "{doing}{detail}"),
+    "fail_missing_name": ("your file does not define `{name}` (it defines: {found})",
+                          "你的文件没有定义 `{name}`（它定义了：{found}）"),
+    "fail_module_lost": ("this module was lost when your process was stopped by an earlier failure",
+                         "之前的失败终止了你的进程，这个模块已经不存在了"),
+    "fail_unreadable": ("your process sent back something unreadable while {doing} ({detail})",
+                        "{doing}你的进程传回了无法读取的数据（{detail}）"),
+    "fail_unexpected": ("your process sent back something unexpected while {doing}",
+                        "{doing}你的进程传回了意料之外的数据"),
+    "fail_no_grads": ("no gradients: {detail}", "没有梯度：{detail}"),
 }
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A message not yet put into a language; parameters may be phrases themselves."""
+
+    key: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def render(self, lang: str) -> str:
+        return msg(self.key, lang, **{k: v.render(lang) if isinstance(v, Phrase) else v
+                                      for k, v in self.params.items()})
+
+
+def phrase(key: str, **params: Any) -> Phrase:
+    return Phrase(key, params)
 
 
 def msg(key: str, lang: str, **params: object) -> str:

@@ -81,10 +81,10 @@ def tier_of(item: pytest.Item) -> str:
     return marker.args[0] if marker else "core"
 
 
-def _message(excinfo: pytest.ExceptionInfo[BaseException]) -> tuple[str, str]:
+def _message(excinfo: pytest.ExceptionInfo[BaseException], lang: str = "en") -> tuple[str, str]:
     exc = excinfo.value
     if isinstance(exc, CandidateFailure):
-        return exc.status, exc.message
+        return exc.status, exc.text(lang)
     if isinstance(exc, AssertionError):
         # Keep the grader's own message; drop pytest's rewritten "assert ..." explanation.
         text = str(exc).split("\nassert ")[0].strip()
@@ -97,8 +97,10 @@ def _message(excinfo: pytest.ExceptionInfo[BaseException]) -> tuple[str, str]:
 class Collector:
     """Collects one `TestResult` per test; optionally appends each as a flushed JSON line."""
 
-    def __init__(self, candidate: Candidate | None = None, report: Path | None = None) -> None:
+    def __init__(self, candidate: Candidate | None = None, report: Path | None = None,
+                 lang: str = "en") -> None:
         self.candidate = candidate
+        self.lang = lang
         self.results: list[TestResult] = []
         self.failures: list[CandidateFailure] = []
         self.collect_errors: list[str] = []
@@ -119,7 +121,7 @@ class Collector:
             message = str(call.excinfo.value) if call.excinfo else "skipped"
         else:
             assert call.excinfo is not None
-            status, message = _message(call.excinfo)
+            status, message = _message(call.excinfo, self.lang)
             if isinstance(call.excinfo.value, CandidateFailure):
                 self.failures.append(call.excinfo.value)
         result = TestResult(test_id(item), tier_of(item), status, message, round(rep.duration, 4))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkata.checker import wire
+from attnkata.checker.messages import Phrase, phrase
 
 DEFAULT_CALL_TIMEOUT = 10.0
 DEFAULT_TOTAL_TIMEOUT = 60.0
@@ -32,17 +33,23 @@ class Limits:
 
 
 class CandidateFailure(Exception):
-    """The candidate's code did not produce a value; `status` is the test status it implies."""
+    """The candidate's code did not produce a value; `status` is the test status it implies.
+
+    `message` is English (test results, logs); `text(lang)` says the same in the user's language."""
 
     status = "error"
 
-    def __init__(self, message: str, *, frames: list[dict[str, Any]] | None = None,
+    def __init__(self, what: Phrase, *, frames: list[dict[str, Any]] | None = None,
                  exc_type: str = "", exc_message: str = "") -> None:
-        super().__init__(message)
-        self.message = message
+        self.what = what
+        self.message = what.render("en")
+        super().__init__(self.message)
         self.frames = frames or []
         self.exc_type = exc_type
         self.exc_message = exc_message
+
+    def text(self, lang: str) -> str:
+        return self.what.render(lang)
 
 
 class CandidateTimeout(CandidateFailure):
@@ -153,12 +160,12 @@ class Candidate:
         self._pid, self._conn = pid, parent_end
         self.generation += 1
         try:
-            reply = self._receive(self.limits.call_timeout, "loading your file")
+            reply = self._receive(self.limits.call_timeout, phrase("doing_load"))
         except CandidateFailure as exc:
             self.load_error = exc
             return
         if not reply["ok"]:
-            self.load_error = self._failure(reply, "while loading your file")
+            self.load_error = self._failure(reply, phrase("doing_load"))
             return
         self.load_error = None
         self.names = reply["names"]
@@ -217,33 +224,32 @@ class Candidate:
         reply = self._request({
             "op": "call", "name": name, "args": tuple(args), "kwargs": kwargs or {},
             "grad_wrt": grad_wrt, "grad_output": grad_output,
-        }, f"calling {name}")
+        }, phrase("doing_call", name=name))
         return self._outcome(reply)
 
     def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None) -> RemoteModule:
         """Construct the candidate's class `name(*args, **kwargs)` in the child (in eval mode)."""
         self._require(name)
         reply = self._request({"op": "new", "name": name, "args": tuple(args), "kwargs": kwargs or {}},
-                              f"constructing {name}")
+                              phrase("doing_new", name=name))
         return RemoteModule(self, reply["handle"], self.generation, reply["structure"])
 
     def _require(self, name: str) -> None:
         self.ensure_started()
         if name not in self.names:
-            found = ", ".join(sorted(self.names)) or "nothing"
-            raise CandidateRaised(f"your file does not define `{name}` (it defines: {found})")
+            found = ", ".join(sorted(self.names)) or "-"
+            raise CandidateRaised(phrase("fail_missing_name", name=name, found=found))
 
     def _module_request(self, module: RemoteModule, req: dict[str, Any]) -> dict[str, Any]:
         if module.generation != self.generation or self._pid is None:
-            raise CandidateCrashed("this module was lost when your process was stopped by an earlier failure")
-        return self._request({**req, "handle": module.handle}, "running your module")
+            raise CandidateCrashed(phrase("fail_module_lost"))
+        return self._request({**req, "handle": module.handle}, phrase("doing_module"))
 
-    def _request(self, req: dict[str, Any], doing: str) -> dict[str, Any]:
+    def _request(self, req: dict[str, Any], doing: Phrase) -> dict[str, Any]:
         self.ensure_started()
         remaining = self.limits.total_timeout - self.used
         if remaining <= 0:
-            raise CandidateTimeout(
-                f"not run: your code already used the total time limit of {self.limits.total_timeout:g} s")
+            raise CandidateTimeout(phrase("fail_not_run", limit=self.limits.total_timeout))
         assert self._conn is not None
         try:
             self._conn.send_bytes(wire.encode_request(req))
@@ -254,7 +260,7 @@ class Candidate:
             raise self._failure(reply, doing)
         return reply
 
-    def _receive(self, wait: float, doing: str) -> dict[str, Any]:
+    def _receive(self, wait: float, doing: Phrase) -> dict[str, Any]:
         assert self._conn is not None
         t0 = time.monotonic()
         ready = self._conn.poll(wait)
@@ -263,8 +269,7 @@ class Candidate:
             self._kill()
             total = self.used >= self.limits.total_timeout
             limit = self.limits.total_timeout if total else wait
-            what = "total time limit" if total else "time limit"
-            raise CandidateTimeout(f"timed out after {limit:g} s while {doing} ({what}; an infinite loop?)")
+            raise CandidateTimeout(phrase("fail_total_timeout" if total else "fail_timeout", limit=limit, doing=doing))
         try:
             data = self._conn.recv_bytes()
         except (EOFError, OSError):
@@ -273,28 +278,28 @@ class Candidate:
             reply = wire.decode_reply(data)
         except Exception as exc:  # noqa: BLE001 - anything unreadable is the child's fault
             self._kill()
-            raise CandidateCrashed(f"your process sent back something unreadable while {doing} ({exc})") from None
+            raise CandidateCrashed(phrase("fail_unreadable", doing=doing, detail=str(exc))) from None
         if not isinstance(reply, dict) or "ok" not in reply:
             self._kill()
-            raise CandidateCrashed(f"your process sent back something unexpected while {doing}")
+            raise CandidateCrashed(phrase("fail_unexpected", doing=doing))
         return reply
 
-    def _crashed(self, doing: str) -> CandidateCrashed:
+    def _crashed(self, doing: Phrase) -> CandidateCrashed:
         status = self._reap(block=True)
         self._pid = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
         if status is None:
-            how = "it disappeared"
+            how = phrase("how_gone")
         elif os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
-            how = f"killed by {_signal_name(sig)}" + (" (a segfault)" if sig == signal.SIGSEGV else "")
+            how = phrase("how_segfault" if sig == signal.SIGSEGV else "how_signal", signal=_signal_name(sig))
         else:
-            how = f"exit code {os.WEXITSTATUS(status)}, e.g. os._exit()"
+            how = phrase("how_exit", code=os.WEXITSTATUS(status))
         tail = self.output_tail()
-        msg = f"your code ended the interpreter while {doing} ({how})"
-        return CandidateCrashed(msg + (f"; last output: {tail}" if tail else ""))
+        last = phrase("fail_last_output", tail=tail) if tail else ""
+        return CandidateCrashed(phrase("fail_crashed", doing=doing, how=how, last=last))
 
     def output_tail(self, chars: int = 300) -> str:
         try:
@@ -303,35 +308,32 @@ class Candidate:
             return ""
         return text[-chars:].strip()
 
-    def _failure(self, reply: dict[str, Any], doing: str) -> CandidateFailure:
+    def _failure(self, reply: dict[str, Any], doing: Phrase) -> CandidateFailure:
         kind, typ, msg = reply.get("kind"), reply.get("type", ""), reply.get("message", "")
         frames = reply.get("frames", [])
-        where = f" (line {frames[-1]['line']})" if frames else ""
+        where = phrase("where", line=frames[-1]["line"]) if frames else ""
         extra = {"frames": frames, "exc_type": typ, "exc_message": msg}
         if kind == "exit":
-            return CandidateExited(f"your code ended the interpreter: it called {msg} while {doing}{where}", **extra)
+            return CandidateExited(phrase("fail_exit", call=msg, doing=doing, where=where), **extra)
         if kind == "memory":
-            return CandidateMemory(
-                f"memory limit exceeded ({self.limits.memory_mb} MiB) while {doing}{where}: {msg[:200]}", **extra)
+            return CandidateMemory(phrase("fail_memory", mb=self.limits.memory_mb, doing=doing, where=where,
+                                          detail=msg[:200]), **extra)
         if kind == "banned-import":
-            return CandidateBanned(f"banned: {msg}", **extra)
+            return CandidateBanned(phrase("fail_banned_import", detail=msg), **extra)
         if kind == "banned-call":
-            return CandidateBanned(f"your code used {msg} (fused attention kernels are banned in every kata)",
-                                   **extra)
+            return CandidateBanned(phrase("fail_banned_call", api=msg), **extra)
         if kind == "protocol":
-            return CandidateRaised(f"{msg} while {doing}", **extra)
-        return CandidateRaised(f"your code raised {typ}: {msg} while {doing}{where}", **extra)
+            return CandidateRaised(phrase("fail_protocol", detail=msg, doing=doing), **extra)
+        return CandidateRaised(phrase("fail_raised", type=typ, detail=msg, doing=doing, where=where), **extra)
 
     def _outcome(self, reply: dict[str, Any]) -> Outcome:
         trace = reply.get("trace", {})
         banned = trace.get("banned", [])
         if banned:
-            raise CandidateBanned(
-                f"your code used {', '.join(banned)}: write the attention yourself "
-                "(fused attention kernels and nn.MultiheadAttention are banned in every kata)")
+            raise CandidateBanned(phrase("fail_banned_ops", apis=", ".join(banned)))
         grads = reply.get("grads")
         if isinstance(grads, str):
-            raise CandidateRaised(f"no gradients: {grads}")
+            raise CandidateRaised(phrase("fail_no_grads", detail=grads))
         return Outcome(
             value=reply["value"], grads=grads, warnings=reply.get("warnings", []),
             trace=trace, mutated=reply.get("mutated", []), seconds=reply.get("seconds", 0.0),

@@ -41,7 +41,7 @@ def failure_diagnostic(exc: CandidateFailure, source_lines: list[str], lang: str
         SourceRef(line=f["line"], text=source_lines[f["line"] - 1].strip() if 0 < f["line"] <= len(source_lines) else f["text"])
         for f in exc.frames[-3:]
     ]
-    return Diagnostic(id=_failure_id(exc), severity="essential", title=title, explanation=exc.message, source=refs)
+    return Diagnostic(id=_failure_id(exc), severity="essential", title=title, explanation=exc.text(lang), source=refs)
 
 
 def _failure_id(exc: CandidateFailure) -> str:
@@ -144,7 +144,7 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
             result.diagnostics.append(d)
             result.timings = {"total": round(time.perf_counter() - t0, 3)}
             return result
-        collector = plugin.Collector(candidate)
+        collector = plugin.Collector(candidate, lang=lang)
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), no_plugin_autoload():
             args = pytest_args(kata, path) + ([f"--maxfail={maxfail}"] if maxfail else [])
