@@ -68,7 +68,6 @@ class Kata:
     followups: tuple[FollowUp, ...]
     mistakes: tuple[str, ...]
     folder: Path
-    uses_torch: bool = True
 
     @property
     def module_name(self) -> str:
@@ -246,7 +245,6 @@ def load_kata(folder: Path) -> Kata:
         followups=followups,
         mistakes=f.strings("mistakes", ()),
         folder=folder,
-        uses_torch=f.get("uses_torch", bool, True),
     )
     for lang in LANGS:
         if not kata.statement_path(lang).is_file():

@@ -56,18 +56,16 @@ def check_call(
     *,
     case: str,
     dtype: torch.dtype = torch.float64,
-    numpy: bool = False,
 ) -> Outcome:
     """Call the candidate and the reference on the same inputs in `dtype` and compare.
 
     The reference always runs in float64 (the truth) and, for other dtypes, once more in
     `dtype` (the error budget of a plain implementation in that precision)."""
     kwargs = kwargs or {}
-    conv = to_numpy if numpy else (lambda x: x)
-    a64 = tuple(conv(cast(x, torch.float64)) for x in args)
-    k64 = {k: conv(cast(v, torch.float64)) for k, v in kwargs.items()}
-    a = tuple(conv(cast(x, dtype)) for x in args)
-    kw = {k: conv(cast(v, dtype)) for k, v in kwargs.items()}
+    a64 = tuple(cast(x, torch.float64) for x in args)
+    k64 = {k: cast(v, torch.float64) for k, v in kwargs.items()}
+    a = tuple(cast(x, dtype) for x in args)
+    kw = {k: cast(v, dtype) for k, v in kwargs.items()}
     expected = reference(*a64, **k64)
     baseline = reference(*a, **kw) if dtype != torch.float64 else None
     outcome = solution.call(name, a, kw)

@@ -3,6 +3,7 @@ under the one `attnkata` namespace (never bare `cli`/`checker` modules)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import venv
@@ -17,8 +18,11 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # Build from a copy: setuptools leaves build/ and *.egg-info/ next to the sources.
+    src = tmp_path_factory.mktemp("src") / "attnkata"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(out), str(REPO)], check=True, capture_output=True, timeout=300)
+                    "-w", str(out), str(src)], check=True, capture_output=True, timeout=300)
     return next(out.glob("attnkata-*.whl"))
 
 

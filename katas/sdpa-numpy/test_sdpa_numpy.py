@@ -54,7 +54,7 @@ def describe_warnings(warnings: list[dict[str, Any]]) -> str:
 
 def check(solution, args: tuple, kwargs: dict[str, Any] | None = None, *, case: str,
           dtype: torch.dtype = torch.float64) -> None:
-    """Like probes.check_call(numpy=True), and also fail on any RuntimeWarning the call emitted."""
+    """Like probes.check_call on NumPy inputs, and also fail on any RuntimeWarning the call emitted."""
     kwargs = kwargs or {}
     a64 = tuple(to_numpy(cast(x, torch.float64)) for x in args)
     k64 = {k: to_numpy(cast(v, torch.float64)) for k, v in kwargs.items()}
