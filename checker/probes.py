@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnkata.checker.autograd import backward
 from attnkata.checker.compare import assert_close, assert_no_mutation
 from attnkata.checker.proxy import Candidate, Outcome
 
@@ -91,7 +92,7 @@ def check_grads(
     outcome = solution.call(name, args, kwargs, grad_wrt=wrt, grad_output=grad_output)
     leaves = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
               for i, a in enumerate(args)]
-    (reference(*leaves, **kwargs) * grad_output).sum().backward()  # = .backward(grad_output)
+    backward(reference(*leaves, **kwargs), grad_output)
     for pos, got in zip(wrt, outcome.grads, strict=True):
         label = names[pos] if pos < len(names) else f"argument {pos}"
         if got is None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from attnkata.checker.autograd import backward
 from attnkata.checker.compare import assert_close, assert_no_mutation
 from attnkata.checker.probes import cast
 from attnkata.checker.proxy import Candidate, Outcome, RemoteModule
@@ -381,7 +382,7 @@ def check_module_grads(module: RemoteModule, mapping: WeightMapping, reference: 
     ref = copy.deepcopy(reference).to(torch.float64)
     leaves = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
               for i, a in enumerate(args)]
-    ref(*leaves, **kwargs).backward(grad_output)
+    backward(ref(*leaves, **kwargs), grad_output)
     case = case + mapping.note()
     for pos, got in zip(wrt, outcome.grads, strict=True):
         label = names[pos] if pos < len(names) else f"argument {pos}"

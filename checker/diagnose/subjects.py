@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnkata.checker.autograd import backward
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.checker.proxy import Candidate, CandidateFailure, RemoteModule
 
@@ -75,7 +76,7 @@ def call_local(fn: Any, probe: Probe) -> Observed:
                 out = fn(*args, **kwargs)
                 # Exactly what the candidate's child does (checker/child.py), so errors read the same.
                 out_t = out[0] if isinstance(out, tuple | list) else out
-                (out_t * grad_output).sum().backward()
+                backward(out_t, grad_output)
                 value: Any = tuple(args[i].grad for i in wrt)
             else:
                 with torch.no_grad():

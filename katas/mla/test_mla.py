@@ -16,10 +16,15 @@ import math
 import pytest
 import torch
 
-from attnkata.checker.compare import assert_close, assert_no_mutation
+from attnkata.checker.compare import assert_close
 from attnkata.checker.probes import randn, random_mask
-from attnkata.checker.proxy import Candidate, Outcome, RemoteModule
-from attnkata.checker.weights import load_reference_weights
+from attnkata.checker.proxy import Candidate, Outcome
+from attnkata.checker.weights import (
+    build_module,
+    check_module_call,
+    check_module_grads,
+    load_reference_weights,
+)
 from attnkata.reference import mla as ref
 
 CLS = "MultiHeadLatentAttention"
@@ -62,36 +67,29 @@ def make_reference(seed: int, q_lora_rank: int | None = None,
 
 
 class Graded:
-    """The candidate's module with the reference's weights, plus float64/float32 references."""
+    """The candidate's module with the reference's weights (loaded by checker.weights)."""
 
     def __init__(self, solution: Candidate, dtype: torch.dtype, seed: int,
                  q_lora_rank: int | None = None, rope_theta: float | None = None) -> None:
         self.dtype = dtype
-        self.ref32 = make_reference(seed, q_lora_rank, rope_theta)
-        self.ref64 = copy.deepcopy(self.ref32).double()
+        self.reference = make_reference(seed, q_lora_rank, rope_theta)
         self.name = describe_config(q_lora_rank, rope_theta)
         args, kwargs = config(q_lora_rank, rope_theta)
-        self.module: RemoteModule = solution.new(CLS, args, kwargs)
-        if dtype == torch.float64:
-            self.module.to(torch.float64)
-        load_reference_weights(self.module, self.ref64 if dtype == torch.float64 else self.ref32,
-                               case=self.name)
+        self.module, self.mapping = build_module(solution, CLS, self.reference, args, kwargs,
+                                                 dtype=dtype, case=self.name)
 
     def case(self, x: torch.Tensor, what: str) -> str:
         return f"{self.name}, x {tuple(x.shape)} {str(self.dtype).replace('torch.', '')}, {what}"
 
     def check(self, x: torch.Tensor, kwargs: dict | None = None, *, what: str) -> Outcome:
         """Run the candidate on x (cast to this dtype) and compare with the reference."""
-        kwargs = kwargs or {}
-        x = x.to(self.dtype)
-        case = self.case(x, what)
-        out = self.module.call((x,), kwargs)
-        assert_no_mutation(out, case=case)
-        with torch.no_grad():
-            expected = self.ref64(x.double(), **kwargs)
-            baseline = self.ref32(x, **kwargs) if self.dtype == torch.float32 else None
-        assert_close(out.value, expected, case=case, baseline=baseline)
-        return out
+        return check_module_call(self.module, self.mapping, self.reference, (x,), kwargs,
+                                 dtype=self.dtype, case=self.case(x.to(self.dtype), what))
+
+    def check_grads(self, x: torch.Tensor, kwargs: dict, grad_output: torch.Tensor, *, what: str) -> Outcome:
+        """Gradient w.r.t. x of the candidate against the float64 reference."""
+        return check_module_grads(self.module, self.mapping, self.reference, (x,), kwargs, wrt=(0,),
+                                  grad_output=grad_output, case=self.case(x, what))
 
 
 def x_input(seed: int, batch: int = B, length: int = L) -> torch.Tensor:
@@ -205,14 +203,8 @@ def test_gradients(solution):
     mask = random_mask(B, 1, L, L, seed=19)
     mask[..., 0] = True  # every query keeps key 0: no fully masked row in this core test
     kwargs = {"attn_mask": mask, "is_causal": True}
-    grad_out = randn(B, L, D, seed=20)
-    out = g.module.call((x,), kwargs, grad_wrt=(0,), grad_output=grad_out)
-    leaf = x.clone().requires_grad_(True)
-    g.ref64(leaf, **kwargs).backward(grad_out)
-    case = g.case(x, "gradient w.r.t. x with a (B,1,L,L) mask and is_causal=True")
-    if out.grads is None or out.grads[0] is None:
-        raise AssertionError(f"{case}: no gradient reached x (detach, .data or in-place writes?)")
-    assert_close(out.grads[0], leaf.grad, case=case, what="gradient w.r.t. x")
+    g.check_grads(x, kwargs, randn(B, L, D, seed=20),
+                  what="gradient w.r.t. x with a (B,1,L,L) mask and is_causal=True")
 
 
 def _with_empty_rows(mask: torch.Tensor) -> torch.Tensor:
@@ -258,14 +250,8 @@ def test_gradients_fully_masked_rows(solution):
     g = Graded(solution, torch.float64, seed=29)
     x = x_input(30)
     kwargs = {"attn_mask": _with_empty_rows(random_mask(B, 1, L, L, seed=31))}
-    grad_out = randn(B, L, D, seed=32)
-    out = g.module.call((x,), kwargs, grad_wrt=(0,), grad_output=grad_out)
-    leaf = x.clone().requires_grad_(True)
-    g.ref64(leaf, **kwargs).backward(grad_out)
-    case = g.case(x, "gradient w.r.t. x with fully masked query rows (must stay finite)")
-    if out.grads is None or out.grads[0] is None:
-        raise AssertionError(f"{case}: no gradient reached x (detach, .data or in-place writes?)")
-    assert_close(out.grads[0], leaf.grad, case=case, what="gradient w.r.t. x")
+    g.check_grads(x, kwargs, randn(B, L, D, seed=32),
+                  what="gradient w.r.t. x with fully masked query rows (must stay finite)")
 
 
 @pytest.mark.tier("edge")
@@ -277,7 +263,7 @@ def test_cuda(solution):
     mask = random_mask(B, 1, L, L, seed=35).cuda()
     case = g.case(x, "CUDA float32 input and module, a (B,1,L,L) mask and is_causal=True")
     out = g.module.call((x,), {"attn_mask": mask, "is_causal": True})
-    ref64, ref32 = g.ref64.cuda(), g.ref32.cuda()
+    ref64, ref32 = copy.deepcopy(g.reference).double().cuda(), g.reference.cuda()
     with torch.no_grad():
         expected = ref64(x.double(), attn_mask=mask, is_causal=True)
         baseline = ref32(x, attn_mask=mask, is_causal=True)

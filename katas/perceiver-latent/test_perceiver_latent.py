@@ -15,10 +15,15 @@ import math
 import pytest
 import torch
 
-from attnkata.checker.compare import assert_close, assert_no_mutation
+from attnkata.checker.compare import assert_close
 from attnkata.checker.probes import randn, random_mask
-from attnkata.checker.proxy import Candidate, Outcome, RemoteModule
-from attnkata.checker.weights import load_reference_weights
+from attnkata.checker.proxy import Candidate, Outcome
+from attnkata.checker.weights import (
+    build_module,
+    check_module_call,
+    check_module_grads,
+    load_reference_weights,
+)
 from attnkata.reference import perceiver_latent as ref
 
 CLS = "PerceiverLatentAttention"
@@ -49,20 +54,16 @@ def make_reference(seed: int, n_heads: int = H, latent_dim: int | None = E) -> t
 
 
 class Graded:
-    """The candidate's module with the reference's weights, plus float64/float32 references."""
+    """The candidate's module with the reference's weights (loaded by checker.weights)."""
 
     def __init__(self, solution: Candidate, dtype: torch.dtype, seed: int, n_heads: int = H,
                  latent_dim: int | None = E) -> None:
         self.dtype = dtype
-        self.ref32 = make_reference(seed, n_heads, latent_dim)
-        self.ref64 = copy.deepcopy(self.ref32).double()
+        self.reference = make_reference(seed, n_heads, latent_dim)
         self.name = describe_config(n_heads, latent_dim)
         kwargs = {} if latent_dim is None else {"latent_dim": latent_dim}
-        self.module: RemoteModule = solution.new(CLS, (D, n_heads, N), kwargs)
-        if dtype == torch.float64:
-            self.module.to(torch.float64)
-        load_reference_weights(self.module, self.ref64 if dtype == torch.float64 else self.ref32,
-                               case=self.name)
+        self.module, self.mapping = build_module(solution, CLS, self.reference, (D, n_heads, N), kwargs,
+                                                 dtype=dtype, case=self.name)
 
     def case(self, x: torch.Tensor, what: str) -> str:
         return f"{self.name}, x {tuple(x.shape)} {str(self.dtype).replace('torch.', '')}, {what}"
@@ -70,15 +71,8 @@ class Graded:
     def check(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, what: str) -> Outcome:
         """Run the candidate on x (cast to this dtype) and compare with the reference."""
         kwargs = {} if mask is None else {"key_padding_mask": mask}
-        x = x.to(self.dtype)
-        case = self.case(x, what)
-        out = self.module.call((x,), kwargs)
-        assert_no_mutation(out, case=case)
-        with torch.no_grad():
-            expected = self.ref64(x.double(), **kwargs)
-            baseline = self.ref32(x, **kwargs) if self.dtype == torch.float32 else None
-        assert_close(out.value, expected, case=case, baseline=baseline)
-        return out
+        return check_module_call(self.module, self.mapping, self.reference, (x,), kwargs,
+                                 dtype=self.dtype, case=self.case(x.to(self.dtype), what))
 
 
 def x_input(seed: int, batch: int = B, length: int = S) -> torch.Tensor:
@@ -172,14 +166,8 @@ def test_eval_is_deterministic(solution):
 
 
 def _check_grads(g: Graded, x: torch.Tensor, mask: torch.Tensor, what: str) -> None:
-    grad_out = randn(B, N, D, seed=19)
-    out = g.module.call((x,), {"key_padding_mask": mask}, grad_wrt=(0,), grad_output=grad_out)
-    leaf = x.clone().requires_grad_(True)
-    g.ref64(leaf, key_padding_mask=mask).backward(grad_out)
-    case = g.case(x, what)
-    if out.grads is None or out.grads[0] is None:
-        raise AssertionError(f"{case}: no gradient reached x (detach, .data or in-place writes?)")
-    assert_close(out.grads[0], leaf.grad, case=case, what="gradient w.r.t. x")
+    check_module_grads(g.module, g.mapping, g.reference, (x,), {"key_padding_mask": mask}, wrt=(0,),
+                       grad_output=randn(B, N, D, seed=19), case=g.case(x, what))
 
 
 def test_gradients(solution):
@@ -212,7 +200,7 @@ def test_cuda(solution):
     mask = lengths_mask([S, 4]).cuda()
     case = g.case(x, "CUDA float32 input and module, key_padding_mask lengths [9, 4]")
     out = g.module.call((x,), {"key_padding_mask": mask})
-    ref64, ref32 = g.ref64.cuda(), g.ref32.cuda()
+    ref64, ref32 = copy.deepcopy(g.reference).double().cuda(), g.reference.cuda()
     with torch.no_grad():
         expected = ref64(x.double(), key_padding_mask=mask)
         baseline = ref32(x, key_padding_mask=mask)
