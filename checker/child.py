@@ -1,24 +1,25 @@
-"""The candidate's side of the proxy: runs in a forked child, never in the grading process.
+"""The candidate's side of the proxy: runs in the sandbox (a child of the zygote, see
+checker/sandbox/zygote.py), never in the grading process.
 
-It loads the candidate's file, serves calls from the parent, and reports back outputs,
-gradients, warnings, exceptions and a trace of the torch ops the candidate ran.
+It loads the candidate's file, serves calls from the grader, and reports back outputs,
+gradients, the inputs as they are after the call, warnings, exceptions and a trace of the
+torch ops the candidate ran. Everything it reports is evidence for the grader, not proof:
+the candidate's code runs in this very process and could rewrite any of it, which is why the
+grader compares the inputs itself and the static policy runs before any of this.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib.abc
 import importlib.util
 import os
-import resource
-import signal
+import socket
 import sys
 import time
 import traceback
 import warnings
 from collections import Counter
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -157,34 +158,34 @@ class _BlockTrainer(importlib.abc.MetaPathFinder):
         return None
 
 
-def _die_with_parent() -> None:
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+# Fused kernels reachable as `torch.ops.aten.<name>`: composite ones decompose before the
+# dispatch mode sees them, so the packets themselves are replaced (the static policy also
+# flags any use of torch.ops; this is the run-time second line).
+_BANNED_ATEN = (
+    "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+    "_scaled_dot_product_attention_math_for_mps", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
+    "_native_multi_head_attention", "_flash_attention_forward", "_efficient_attention_forward",
+)
 
 
-def _apply_limits(memory_mb: int) -> None:
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if memory_mb > 0:
-        # The address-space limit is counted on top of what this process already maps
-        # (torch alone maps a lot of virtual memory that it never touches).
-        with open("/proc/self/statm") as f:
-            mapped = int(f.read().split()[0]) * resource.getpagesize()
-        limit = mapped + memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+def _tripwire(name: str) -> Any:
+    def banned(*args: Any, **kwargs: Any) -> Any:
+        raise BannedCall(name)
+
+    return banned
 
 
 def _install_tripwires() -> None:
     """flex_attention compiles itself on first use, which our modes cannot trace; replace the
-    public function before the candidate imports it, so a call is refused at once."""
+    public function before the candidate imports it, so a call is refused at once. The same
+    for the fused kernels' torch.ops.aten entry points."""
     import torch.nn.attention.flex_attention as flex
 
-    def flex_attention(*args: Any, **kwargs: Any) -> Any:
-        raise BannedCall("torch.nn.attention.flex_attention.flex_attention")
-
-    flex.flex_attention = flex_attention
+    flex.flex_attention = _tripwire("torch.nn.attention.flex_attention.flex_attention")
+    for name in _BANNED_ATEN:
+        setattr(torch.ops.aten, name, _tripwire(f"torch.ops.aten.{name}"))
 
 
 def _hide_trainer() -> _BlockTrainer:
@@ -197,8 +198,8 @@ def _hide_trainer() -> _BlockTrainer:
 
 
 class Server:
-    def __init__(self, conn: Connection, path: Path) -> None:
-        self.conn = conn
+    def __init__(self, sock: socket.socket, path: Path) -> None:
+        self.sock = sock
         self.path = path
         self.module: Any = None
         self.handles: dict[int, Any] = {}
@@ -286,7 +287,6 @@ class Server:
         wrt = req.get("grad_wrt") or ()
         for i in wrt:
             args[i] = args[i].detach().clone().requires_grad_(True)
-        pristine = [_snapshot(a) for a in args] + [_snapshot(v) for v in kwargs.values()]
         inputs = {
             _storage_key(a): f"argument {i}" for i, a in enumerate(args) if isinstance(a, torch.Tensor)
         } | {_storage_key(v): f"argument {k!r}" for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
@@ -306,11 +306,6 @@ class Server:
                         backward(out_t, req["grad_output"])
                         grads = [args[i].grad for i in wrt]
             seconds = time.perf_counter() - t0
-        mutated = [
-            f"argument {i}" if i < len(args) else f"argument {list(kwargs)[i - len(args)]!r}"
-            for i, (before, now) in enumerate(zip(pristine, args + list(kwargs.values()), strict=True))
-            if before is not None and not _same(before, now)
-        ]
         return {
             "ok": True,
             "value": out,
@@ -324,7 +319,10 @@ class Server:
                 for w in caught
             ][:20],
             "trace": state.summary(),
-            "mutated": mutated,
+            # The grader decides whether an input was modified by comparing these with what
+            # it sent (proxy.py); nothing the child concludes about itself is trusted.
+            "inputs_after": [a if isinstance(a, torch.Tensor | np.ndarray) else None
+                             for a in args + list(kwargs.values())],
             "seconds": seconds,
         }
 
@@ -332,8 +330,8 @@ class Server:
         handlers = {"call": self.call, "new": self.new, "load_state": self.load_state, "to": self.to}
         while True:
             try:
-                req = wire.decode_request(self.conn.recv_bytes())
-            except (EOFError, OSError):
+                req = wire.recv(self.sock)
+            except wire.WireError:
                 return
             try:
                 reply = handlers[req["op"]](req)
@@ -343,32 +341,11 @@ class Server:
 
     def _send(self, reply: dict[str, Any]) -> None:
         try:
-            data = wire.encode_reply(reply)
+            data = wire.encode(reply)
         except Exception as exc:  # noqa: BLE001
-            data = wire.encode_reply({"ok": False, "kind": "protocol", "type": type(exc).__name__,
-                                      "message": f"could not send the result back: {exc}", "frames": []})
-        self.conn.send_bytes(data)
-
-
-def _snapshot(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    return None
-
-
-def _same(before: Any, now: Any) -> bool:
-    if isinstance(before, torch.Tensor) and before.device.type == "meta":
-        return True  # no data to compare
-    if isinstance(before, torch.Tensor):
-        if not isinstance(now, torch.Tensor) or now.shape != before.shape:
-            return False
-        now = now.detach()
-        return bool(((now == before) | (now.isnan() & before.isnan())).all()) if now.is_floating_point() else bool((now == before).all())
-    if isinstance(before, np.ndarray):
-        return isinstance(now, np.ndarray) and np.array_equal(before, now, equal_nan=before.dtype.kind == "f")
-    return True
+            data = wire.encode({"ok": False, "kind": "protocol", "type": type(exc).__name__,
+                                "message": f"could not send the result back: {exc}", "frames": []})
+        self.sock.sendall(data)
 
 
 def _structure(obj: Any) -> dict[str, Any]:
@@ -388,25 +365,16 @@ def _structure(obj: Any) -> dict[str, Any]:
     return {"modules": modules, "params": params}
 
 
-def child_main(conn: Connection, path: str, memory_mb: int, log_path: str) -> None:
-    """Entry point right after fork. Never returns: always leaves through os._exit."""
+def run(sock: socket.socket, path: str) -> None:
+    """Load the candidate's file and serve the grader until it hangs up. Never returns."""
     code = 0
     try:
-        os.setpgid(0, 0)
-        _die_with_parent()
-        # A child forked after the parent ran a multi-threaded op hangs on its first
-        # parallel op (OpenMP's pool does not survive fork). One thread avoids the pool.
+        # One thread: small tensors, no OpenMP pool to spin up, no oversubscription.
         torch.set_num_threads(1)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
         sys.stdin = open(os.devnull)  # noqa: SIM115
         torch.manual_seed(0)
         np.random.seed(0)
-        _apply_limits(memory_mb)
-        server = Server(conn, Path(path))
+        server = Server(sock, Path(path))
         _install_tripwires()
         server.blocker = _hide_trainer()
         try:
@@ -419,7 +387,10 @@ def child_main(conn: Connection, path: str, memory_mb: int, log_path: str) -> No
             server.serve()
     except BaseException:  # noqa: BLE001
         code = 70
+        with contextlib.suppress(Exception):
+            traceback.print_exc()  # into the candidate's log, whose tail the grader shows
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
+            sys.stderr.flush()
         os._exit(code)

@@ -13,6 +13,24 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "syntax_error_title": ("Syntax error", "语法错误"),
     "syntax_error": ("Python cannot parse your file: line {line}: {message}.",
                      "Python 无法解析你的文件：第 {line} 行：{message}。"),
+    "too_complex_title": ("Your file nests too deeply to be graded", "文件嵌套过深，无法评测"),
+    "too_complex": ("Python's parser cannot take your file apart ({reason}). No solution nests code this "
+                    "deeply; nothing was run.",
+                    "Python 的解析器无法解析你的文件（{reason}）。正常的解答不会嵌套得这么深；代码没有运行。"),
+    "too_complex_stack": ("its nesting exhausted the parser's stack", "嵌套耗尽了解析器的栈"),
+    "too_complex_depth": ("code nested {depth} levels deep; the limit is {limit}", "代码嵌套了 {depth} 层，上限为 {limit} 层"),
+    "too_complex_parser": ("{message}", "{message}"),
+    "too_large_title": ("Your file is too large to be graded", "文件过大，无法评测"),
+    "too_large": ("Your file is {size} bytes; files over {limit} bytes are not graded. Nothing was run.",
+                  "你的文件有 {size} 字节；超过 {limit} 字节的文件不予评测。代码没有运行。"),
+    # The static policy (checker/policy.py): what graded code may import and touch.
+    "policy_warn": ("`kata check` still grades this file, but mock interviews and graded problem sets "
+                    "refuse it: it would not run there and would fail.",
+                    "`kata check` 仍会评测这个文件，但模拟面试和批改的题集会拒绝它：在那里它不会运行，直接判为不通过。"),
+    "policy_enforce": ("This file was not run: mock interviews and graded problem sets refuse it.",
+                       "这个文件没有运行：模拟面试和批改的题集会拒绝这样的文件。"),
+    "policy_found": ("line {line}: {what}", "第 {line} 行：{what}"),
+    "policy_where": ("`{what}` (line {line})", "`{what}`（第 {line} 行）"),
     "missing_entry_title": ("`{name}` is not defined", "没有定义 `{name}`"),
     "missing_entry": ("The grader calls the {kind} `{name}`, but your file does not define it at the top "
                       "level. Your file defines: {found}.",
@@ -77,6 +95,9 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "fail_unexpected": ("your process sent back something unexpected while {doing}",
                         "{doing}你的进程传回了意料之外的数据"),
     "fail_no_grads": ("no gradients: {detail}", "没有梯度：{detail}"),
+    "fail_too_large": ("your process sent back {detail} while {doing}; it was stopped",
+                       "{doing}你的进程传回了 {detail}，已被终止"),
+    "fail_sandbox": ("the sandbox could not run your code: {detail}", "沙箱无法运行你的代码：{detail}"),
 }
 
 

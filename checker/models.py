@@ -68,6 +68,8 @@ class Result:
     timings: dict[str, float] = field(default_factory=dict)
     required_tiers: list[str] = field(default_factory=lambda: ["core", "edge"])
     lang: str = "en"
+    # How the candidate's code was isolated (checker/sandbox/host.py `Zygote.isolation`).
+    isolation: dict[str, Any] = field(default_factory=dict)
     version: int = RESULT_VERSION
 
     @property

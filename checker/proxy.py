@@ -1,21 +1,26 @@
-"""The grading process's handle on a candidate file that runs in a child process.
+"""The grading process's handle on a candidate file that runs in the sandbox.
 
-The grader calls `Candidate.call(...)` / `Candidate.new(...)`; the candidate's code runs in
-a forked child with a per-call and a total time limit and an address-space limit. Every
-way the candidate can go wrong comes back as a `CandidateFailure` (or as data in the
-`Outcome`), never as a crash of the grading process.
+The grader calls `Candidate.call(...)` / `Candidate.new(...)`; the candidate's code runs in a
+process forked from the sandbox's zygote (checker/sandbox/), in namespaces of its own, with a
+per-call and a total time limit and memory, file-size and process limits. Every way the
+candidate can go wrong comes back as a `CandidateFailure` (or as data in the `Outcome`),
+never as a crash of the grading process. Replies are framed data (checker/wire.py) read with
+a deadline on the whole reply and a size cap; nothing in them is executed or unpickled, and
+what the child says about itself (its trace) is evidence, not proof: input mutation is
+decided here, from the inputs as the child returns them.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import torch
 
 from attnkata.checker import wire
 from attnkata.checker.messages import Phrase, phrase
@@ -23,6 +28,7 @@ from attnkata.checker.messages import Phrase, phrase
 DEFAULT_CALL_TIMEOUT = 10.0
 DEFAULT_TOTAL_TIMEOUT = 60.0
 DEFAULT_MEMORY_MB = 4096
+LOG_TAIL_BYTES = 64 * 1024  # of the candidate's output, only the end is ever read back
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,13 @@ class Limits:
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT
     memory_mb: int = DEFAULT_MEMORY_MB
+    reply_mb: int = 256  # the largest reply read back; a larger one is a failure
+    file_mb: int = 16  # the largest file (its log included) the candidate may write
+    processes: int = 64  # processes and threads of the candidate's whole tree
+
+    def for_sandbox(self) -> dict[str, Any]:
+        return {"memory_mb": self.memory_mb, "file_mb": self.file_mb, "nproc": self.processes,
+                "cpu_seconds": int(self.total_timeout + self.call_timeout) + 5}
 
 
 class CandidateFailure(Exception):
@@ -116,11 +129,11 @@ class RemoteModule:
 
     def call(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
              grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Outcome:
-        reply = self.candidate._module_request(self, {
+        req = {
             "op": "call", "method": method, "args": tuple(args), "kwargs": kwargs or {},
             "grad_wrt": grad_wrt, "grad_output": grad_output,
-        })
-        return self.candidate._outcome(reply)
+        }
+        return self.candidate._outcome(self.candidate._module_request(self, req), req)
 
 
 def _signal_name(num: int) -> str:
@@ -131,34 +144,43 @@ def _signal_name(num: int) -> str:
 
 
 class Candidate:
-    """A candidate file loaded in a child process. Use as a context manager or call close()."""
+    """A candidate file loaded in a sandboxed process. Use as a context manager or call close().
 
-    def __init__(self, path: Path | str, limits: Limits | None = None) -> None:
+    `source`: the text to grade (read from `path` when omitted); the sandbox gets a copy of it,
+    so what runs is exactly what the grader checked, whatever happens to the file meanwhile."""
+
+    def __init__(self, path: Path | str, limits: Limits | None = None, *, source: str | None = None) -> None:
         self.path = Path(path).resolve()
         self.limits = limits or Limits()
+        self.source = source
         self.used = 0.0  # seconds of candidate time spent, against limits.total_timeout
         self.generation = 0
         self.names: dict[str, str] = {}
         self.load_banned: list[str] = []
-        self._pid: int | None = None
-        self._conn: Connection | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="attnkata-child-", suffix=".log", delete=False)  # noqa: SIM115
-        self._log.close()
+        self.isolation: dict[str, Any] = {}
+        self._zygote: Any = None
+        self._spawn: Any = None
+        self._log_path: str | None = None
         self.load_error: CandidateFailure | None = None
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
-        """Fork the child and load the file; a load failure is kept in `load_error`."""
-        from attnkata.checker.child import child_main
+        """Start the sandboxed process and load the file; a load failure is kept in `load_error`."""
+        from attnkata.checker.sandbox import host
 
-        parent_end, child_end = Pipe(duplex=True)
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            parent_end.close()
-            child_main(child_end, str(self.path), self.limits.memory_mb, self._log.name)
-        child_end.close()
-        self._pid, self._conn = pid, parent_end
+        self._drop_log()
+        if self.source is None:
+            self.source = read_source(self.path)
         self.generation += 1
+        try:
+            self._zygote = host.zygote()
+            self.isolation = self._zygote.isolation
+            self._spawn = self._zygote.spawn(self.source, self.path.name, self.limits.for_sandbox())
+        except host.SandboxUnavailable as exc:
+            self._spawn = None
+            self.load_error = CandidateCrashed(phrase("fail_sandbox", detail=str(exc)))
+            return
+        self._log_path = self._spawn.log_path
         try:
             reply = self._receive(self.limits.call_timeout, phrase("doing_load"))
         except CandidateFailure as exc:
@@ -168,21 +190,18 @@ class Candidate:
             self.load_error = self._failure(reply, phrase("doing_load"))
             return
         self.load_error = None
-        self.names = reply["names"]
-        self.load_banned = reply.get("banned", [])
+        self.names = {str(k): str(v) for k, v in dict(reply.get("names", {})).items()}
+        self.load_banned = [str(b) for b in reply.get("banned", [])]
 
     def ensure_started(self) -> None:
-        if self._pid is None:
+        if self._spawn is None and self.load_error is None:
             self.start()
         if self.load_error is not None:
             raise self.load_error
 
     def close(self) -> None:
         self._kill()
-        try:
-            os.unlink(self._log.name)
-        except OSError:
-            pass
+        self._drop_log()
 
     def __enter__(self) -> Candidate:
         return self
@@ -190,27 +209,21 @@ class Candidate:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _kill(self) -> None:
-        if self._pid is None:
-            return
-        for target in (-self._pid, self._pid):  # its process group first: no orphans
+    def _drop_log(self) -> None:
+        if self._log_path:
             try:
-                os.kill(target, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+                os.unlink(self._log_path)
+            except OSError:
                 pass
-        self._reap(block=True)
-        if self._conn is not None:
-            self._conn.close()
-        self._pid, self._conn = None, None
+            self._log_path = None
 
-    def _reap(self, block: bool) -> int | None:
-        if self._pid is None:
+    def _kill(self) -> int | None:
+        """End the candidate's whole process tree; its wait status when known."""
+        if self._spawn is None:
             return None
-        try:
-            pid, status = os.waitpid(self._pid, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            return None
-        return status if pid else None
+        spawn, self._spawn = self._spawn, None
+        spawn.sock.close()
+        return self._zygote.kill(spawn.token)
 
     # -- calls -------------------------------------------------------------------
     def has(self, name: str) -> bool:
@@ -221,11 +234,11 @@ class Candidate:
              grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Outcome:
         """Call the candidate's top-level `name(*args, **kwargs)` in the child."""
         self._require(name)
-        reply = self._request({
+        req = {
             "op": "call", "name": name, "args": tuple(args), "kwargs": kwargs or {},
             "grad_wrt": grad_wrt, "grad_output": grad_output,
-        }, phrase("doing_call", name=name))
-        return self._outcome(reply)
+        }
+        return self._outcome(self._request(req, phrase("doing_call", name=name)), req)
 
     def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None) -> RemoteModule:
         """Construct the candidate's class `name(*args, **kwargs)` in the child (in eval mode)."""
@@ -241,19 +254,18 @@ class Candidate:
             raise CandidateRaised(phrase("fail_missing_name", name=name, found=found))
 
     def _module_request(self, module: RemoteModule, req: dict[str, Any]) -> dict[str, Any]:
-        if module.generation != self.generation or self._pid is None:
+        if module.generation != self.generation or self._spawn is None:
             raise CandidateCrashed(phrase("fail_module_lost"))
         return self._request({**req, "handle": module.handle}, phrase("doing_module"))
 
     def _request(self, req: dict[str, Any], doing: Phrase) -> dict[str, Any]:
-        self.ensure_started()
+        self.ensure_started()  # (re)starts a process stopped by an earlier failure
         remaining = self.limits.total_timeout - self.used
         if remaining <= 0:
             raise CandidateTimeout(phrase("fail_not_run", limit=self.limits.total_timeout))
-        assert self._conn is not None
         try:
-            self._conn.send_bytes(wire.encode_request(req))
-        except (BrokenPipeError, OSError):
+            wire.send(self._spawn.sock, req)
+        except OSError:
             raise self._crashed(doing) from None
         reply = self._receive(min(self.limits.call_timeout, remaining), doing)
         if not reply.get("ok"):
@@ -261,35 +273,39 @@ class Candidate:
         return reply
 
     def _receive(self, wait: float, doing: Phrase) -> dict[str, Any]:
-        assert self._conn is not None
         t0 = time.monotonic()
-        ready = self._conn.poll(wait)
-        self.used += time.monotonic() - t0
-        if not ready:
+        try:
+            reply = wire.recv(self._spawn.sock, deadline=t0 + wait, max_bytes=self.limits.reply_mb << 20)
+        except wire.FrameTimeout:
+            self.used += time.monotonic() - t0
             self._kill()
             total = self.used >= self.limits.total_timeout
             limit = self.limits.total_timeout if total else wait
-            raise CandidateTimeout(phrase("fail_total_timeout" if total else "fail_timeout", limit=limit, doing=doing))
-        try:
-            data = self._conn.recv_bytes()
-        except (EOFError, OSError):
+            raise CandidateTimeout(phrase("fail_total_timeout" if total else "fail_timeout", limit=limit, doing=doing)) from None
+        except wire.PeerClosed:
+            self.used += time.monotonic() - t0
             raise self._crashed(doing) from None
-        try:
-            reply = wire.decode_reply(data)
-        except Exception as exc:  # noqa: BLE001 - anything unreadable is the child's fault
+        except wire.FrameTooLarge as exc:
             self._kill()
-            raise CandidateCrashed(phrase("fail_unreadable", doing=doing, detail=str(exc))) from None
+            raise CandidateCrashed(phrase("fail_too_large", doing=doing, detail=str(exc))) from None
+        except wire.WireError as exc:
+            self._kill()
+            raise CandidateCrashed(phrase("fail_unreadable", doing=doing, detail=str(exc)[:200])) from None
+        self.used += time.monotonic() - t0
         if not isinstance(reply, dict) or "ok" not in reply:
             self._kill()
             raise CandidateCrashed(phrase("fail_unexpected", doing=doing))
         return reply
 
     def _crashed(self, doing: Phrase) -> CandidateCrashed:
-        status = self._reap(block=True)
-        self._pid = None
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        spawn = self._spawn
+        status = self._zygote.exit_status(spawn.token, wait=2.0) if spawn is not None else None
+        if spawn is not None:
+            if status is None:
+                status = self._kill()  # closed its channel but stayed alive: it goes now
+            else:
+                spawn.sock.close()
+                self._spawn = None
         if status is None:
             how = phrase("how_gone")
         elif os.WIFSIGNALED(status):
@@ -302,8 +318,14 @@ class Candidate:
         return CandidateCrashed(phrase("fail_crashed", doing=doing, how=how, last=last))
 
     def output_tail(self, chars: int = 300) -> str:
+        """The end of what the candidate printed (only the last LOG_TAIL_BYTES are read)."""
+        if not self._log_path:
+            return ""
         try:
-            text = Path(self._log.name).read_text(errors="replace")
+            with open(self._log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - LOG_TAIL_BYTES))
+                text = f.read().decode("utf-8", errors="replace")
         except OSError:
             return ""
         return text[-chars:].strip()
@@ -326,7 +348,7 @@ class Candidate:
             return CandidateRaised(phrase("fail_protocol", detail=msg, doing=doing), **extra)
         return CandidateRaised(phrase("fail_raised", type=typ, detail=msg, doing=doing, where=where), **extra)
 
-    def _outcome(self, reply: dict[str, Any]) -> Outcome:
+    def _outcome(self, reply: dict[str, Any], req: dict[str, Any]) -> Outcome:
         trace = reply.get("trace", {})
         banned = trace.get("banned", [])
         if banned:
@@ -336,5 +358,36 @@ class Candidate:
             raise CandidateRaised(phrase("fail_no_grads", detail=grads))
         return Outcome(
             value=reply["value"], grads=grads, warnings=reply.get("warnings", []),
-            trace=trace, mutated=reply.get("mutated", []), seconds=reply.get("seconds", 0.0),
+            trace=trace, mutated=_mutated(req, reply.get("inputs_after")), seconds=reply.get("seconds", 0.0),
         )
+
+
+def read_source(path: Path) -> str:
+    """A candidate's file as text (a UTF-8 byte-order mark is fine)."""
+    return Path(path).read_text(encoding="utf-8-sig")
+
+
+def _mutated(req: dict[str, Any], after: Any) -> list[str]:
+    """Which inputs the call modified, judged here from what was sent and what came back."""
+    args, kwargs = list(req.get("args", ())), dict(req.get("kwargs", {}))
+    names = [f"argument {i}" for i in range(len(args))] + [f"argument {k!r}" for k in kwargs]
+    sent = args + list(kwargs.values())
+    if not isinstance(after, list) or len(after) != len(sent):
+        return [n for n, v in zip(names, sent, strict=True) if isinstance(v, torch.Tensor | np.ndarray)]
+    return [n for n, before, now in zip(names, sent, after, strict=True) if not _same(before, now)]
+
+
+def _same(before: Any, now: Any) -> bool:
+    if isinstance(before, torch.Tensor):
+        if before.device.type == "meta":
+            return True  # no data to compare
+        if not isinstance(now, torch.Tensor) or now.shape != before.shape or now.dtype != before.dtype:
+            return False
+        now, before = now.detach().cpu(), before.detach().cpu()
+        if before.is_floating_point() or before.is_complex():
+            return bool(((now == before) | (now.isnan() & before.isnan())).all())
+        return bool((now == before).all())
+    if isinstance(before, np.ndarray):
+        return (isinstance(now, np.ndarray) and now.shape == before.shape
+                and np.array_equal(before, now, equal_nan=before.dtype.kind in "fc"))
+    return True

@@ -7,6 +7,7 @@ import contextlib
 import io
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from attnkata.checker.catalog import Kata
@@ -22,7 +23,7 @@ from attnkata.checker.proxy import (
     CandidateTimeout,
     Limits,
 )
-from attnkata.checker.static import check_source
+from attnkata.checker.static import check_source, read_source, stop_status
 
 _FAILURE_TITLES = {
     CandidateTimeout: "timeout_title",
@@ -102,11 +103,15 @@ def pytest_args(kata: Kata, path: Path) -> list[str]:
 
 
 def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "en",
-          diagnose: bool = True, maxfail: int | None = None) -> Result:
+          diagnose: bool = True, maxfail: int | None = None, policy: str = "warn",
+          allow_imports: Iterable[str] = ()) -> Result:
     """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file.
 
     `maxfail`: stop grading after that many failed tests (the diagnosis still runs); for
-    callers that only need "it fails" and the diagnosis, such as the mutation matrix."""
+    callers that only need "it fails" and the diagnosis, such as the mutation matrix.
+    `policy`: "warn" reports what the static policy (checker/policy.py) finds and grades the
+    file anyway (`kata check`); "enforce" fails such a file without running it (mock
+    interviews, graded sets). `allow_imports`: modules the policy accepts beyond its list."""
     import pytest
     import torch
 
@@ -122,20 +127,20 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     if not path.is_file():
         raise UsageError(msg("file_not_found", lang, path=path), msg("file_not_found_hint", lang, kata=kata.id))
     t0 = time.perf_counter()
-    try:
-        source = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{path} is not UTF-8 text") from None
+    source, static = read_source(path, lang)  # a byte-order mark is dropped; too large: a verdict
     result = Result(kata=kata.id, solution=str(path.resolve()), status=ERROR,
                     required_tiers=list(kata.required_tiers), lang=lang)
-    static = check_source(kata, source, lang)
+    static = static or check_source(kata, source, lang, policy=policy, allow_imports=allow_imports)
     result.diagnostics.extend(static)
-    if any(d.id in ("syntax-error", "missing-entry-point") for d in static):
+    stop = stop_status(static)
+    if stop is not None:
+        result.status = stop
         result.timings = {"total": round(time.perf_counter() - t0, 3)}
         return result
     lines = source.splitlines()
-    with Candidate(path, limits) as candidate:
+    with Candidate(path, limits, source=source) as candidate:
         candidate.start()
+        result.isolation = candidate.isolation
         t_load = time.perf_counter()
         if candidate.load_error is not None:
             d = failure_diagnostic(candidate.load_error, lines, lang)

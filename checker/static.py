@@ -1,14 +1,100 @@
 """Checks made on the candidate's source text in the grading process, without running it:
-syntax, entry points, signatures. (Compiling is safe; only executing is not.)"""
+size, syntax, nesting, entry points, signatures and the import/API policy (`policy.py`).
+(Parsing is safe; only executing is not. Parsing hostile text is bounded here: a file too
+large or too deeply nested is a verdict, never a crash of the grading process.)"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
+from attnkata.checker import policy as policy_rules
 from attnkata.checker.catalog import Kata
+from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import msg
-from attnkata.checker.models import Diagnostic, SourceRef
+from attnkata.checker.models import ERROR, FAIL, Diagnostic, SourceRef
+
+MAX_SOURCE_BYTES = 1 << 20  # 1 MiB
+MAX_AST_DEPTH = 200  # real solutions stay under 20
+# Diagnostics after which the file is not run.
+STOPPING_IDS = ("syntax-error", "missing-entry-point", "source-too-complex", "source-too-large")
+# SyntaxErrors that are the parser's own limits, not a typo.
+_LIMIT_MESSAGES = ("too many nested parentheses", "too many levels of indentation",
+                   "too many statically nested blocks", "too many nested blocks")
+
+
+class SourceTooComplex(Exception):
+    """The source nests deeper than the parser (or MAX_AST_DEPTH) allows; `key` and `params`
+    are the reason, a message of messages.py."""
+
+    def __init__(self, key: str, line: int | None = None, **params: object) -> None:
+        super().__init__(key)
+        self.key = key
+        self.line = line
+        self.params = params
+
+    def reason(self, lang: str) -> str:
+        return msg(self.key, lang, **self.params)
+
+
+def tree_depth(tree: ast.AST) -> int:
+    """The deepest nesting of the tree (iterative: no recursion on hostile input)."""
+    deepest = 0
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def parse_bounded(source: str) -> ast.Module:
+    """`ast.parse`, bounded: SyntaxError for a plain syntax error, SourceTooComplex where the
+    parser runs out of stack (RecursionError, MemoryError) or hits a nesting limit, or the
+    tree nests deeper than MAX_AST_DEPTH."""
+    try:
+        tree = ast.parse(source)
+    except (RecursionError, MemoryError):
+        raise SourceTooComplex("too_complex_stack") from None
+    except SyntaxError as exc:
+        if any(m in (exc.msg or "") for m in _LIMIT_MESSAGES):
+            raise SourceTooComplex("too_complex_parser", exc.lineno, message=exc.msg) from None
+        raise
+    except ValueError as exc:  # e.g. null bytes, on Pythons that raise ValueError for them
+        raise SyntaxError(str(exc)) from None
+    depth = tree_depth(tree)
+    if depth > MAX_AST_DEPTH:
+        raise SourceTooComplex("too_complex_depth", depth=depth, limit=MAX_AST_DEPTH)
+    return tree
+
+
+def too_large(size: int, lang: str) -> Diagnostic:
+    return Diagnostic(id="source-too-large", severity="essential", title=msg("too_large_title", lang),
+                      explanation=msg("too_large", lang, size=size, limit=MAX_SOURCE_BYTES))
+
+
+def read_source(path: Path, lang: str) -> tuple[str, list[Diagnostic]]:
+    """The candidate's file as text (a UTF-8 byte-order mark is dropped), or ("", [verdict])
+    for a file too large to grade, which is not read. Raises UsageError when it is not UTF-8."""
+    size = path.stat().st_size
+    if size > MAX_SOURCE_BYTES:
+        return "", [too_large(size, lang)]
+    try:
+        return path.read_text(encoding="utf-8-sig"), []
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text") from None
+
+
+def stop_status(diags: list[Diagnostic]) -> str | None:
+    """The status of a file that must not run (error: unparsable or incomplete; fail: refused
+    by the enforced policy), or None when it may be graded."""
+    if any(d.id in STOPPING_IDS for d in diags):
+        return ERROR
+    if any(d.id in policy_rules.POLICY_IDS and d.is_error for d in diags):
+        return FAIL
+    return None
 
 
 @dataclass(frozen=True)
@@ -57,13 +143,29 @@ def signatures(tree: ast.Module) -> dict[str, Signature]:
     return found
 
 
-def check_source(kata: Kata, source: str, lang: str) -> list[Diagnostic]:
-    """Diagnostics that stop grading (syntax, missing entry points) or warn (signature)."""
+def check_source(kata: Kata, source: str, lang: str, *, policy: str = "warn",
+                 allow_imports: Iterable[str] = ()) -> list[Diagnostic]:
+    """Diagnostics that stop grading (size, syntax, nesting, missing entry points; with
+    `policy="enforce"` the policy's findings) or warn (signature; the policy by default).
+    `allow_imports`: modules the policy accepts beyond its allowlist."""
+    policy_rules.check_mode(policy)
+    size = len(source.encode("utf-8", errors="replace"))
+    if size > MAX_SOURCE_BYTES:
+        return [too_large(size, lang)]
     try:
-        tree = ast.parse(source)
+        tree = parse_bounded(source)
+    except SourceTooComplex as exc:
+        # Point at the line only when it is short enough to show (not a 100 000-paren line).
+        text = _line(source, exc.line) if exc.line else ""
+        return [Diagnostic(
+            id="source-too-complex", severity="essential",
+            title=msg("too_complex_title", lang),
+            explanation=msg("too_complex", lang, reason=exc.reason(lang)),
+            source=[SourceRef(line=exc.line, text=text)] if exc.line and len(text) < 200 else [],
+        )]
     except SyntaxError as exc:
         line = exc.lineno or 1
-        text = (exc.text or "").rstrip("\n")
+        text = (exc.text or "").rstrip("\n")[:200]
         return [Diagnostic(
             id="syntax-error", severity="essential",
             title=msg("syntax_error_title", lang),
@@ -93,4 +195,11 @@ def check_source(kata: Kata, source: str, lang: str) -> list[Diagnostic]:
                 explanation=msg("signature", lang, expected=want.render(), found=have.render()),
                 source=[SourceRef(line=have.line, text=source.splitlines()[have.line - 1].strip())],
             ))
+    findings = policy_rules.scan(tree, allow_imports)
+    out += policy_rules.diagnostics(findings, source.splitlines(), lang, mode=policy, kata_id=kata.id)
     return out
+
+
+def _line(source: str, line: int) -> str:
+    lines = source.splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""

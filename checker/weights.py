@@ -15,8 +15,16 @@ in this order:
 
 A fused layer receives the reference's weights concatenated along the output features in
 q, k, v order (GPT-2's `c_attn`, PyTorch's `in_proj_weight`); for GQA/MQA its shape is
-(D + 2 * Hkv * d, D). Biases follow their weights. When nothing decides, or a layer has the
-wrong shape or bias, AssertionError says what was expected and what was found.
+(D + 2 * Hkv * d, D). Codebases also lay fused rows out per head (GPT-NeoX and Bloom:
+[q_h | k_h | v_h] for each head h; a fused k|v as [k_h | v_h] per KV head) or per KV group
+(Megatron's GQA: the g query heads of a group, then its k and v). When the shapes allow
+several layouts, each is loaded in turn and the module called on one token without a mask,
+where no other mistake but the layout can change the output (a single key gets weight 1);
+the first layout that agrees with the reference is kept (`WeightMapping.layouts`), per
+module structure and candidate. When none agrees, the stacked layout stays and
+`WeightMapping.unfit` says which layer and which layouts were tried. Biases follow their
+weights. When nothing decides, or a layer has the wrong shape or bias, AssertionError says
+what was expected and what was found.
 
 `seeded_`, `build_module`, `check_module_call` and `check_module_grads` are the module
 graders' counterparts of `probes.check_call` / `check_grads`.
@@ -27,6 +35,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +43,17 @@ import torch
 
 from attnkata.checker.autograd import backward
 from attnkata.checker.compare import assert_close, assert_no_mutation
-from attnkata.checker.probes import cast
-from attnkata.checker.proxy import Candidate, Outcome, RemoteModule
+from attnkata.checker.probes import cast, randn
+from attnkata.checker.proxy import (
+    Candidate,
+    CandidateCrashed,
+    CandidateExited,
+    CandidateFailure,
+    CandidateMemory,
+    CandidateTimeout,
+    Outcome,
+    RemoteModule,
+)
 
 CANONICAL = "canonical names"
 BY_NAME = "by name"
@@ -66,6 +84,16 @@ ALIASES: dict[str, set[str]] = {
     "kv": _aliases("kv", "kv"),
 }
 FUSED: dict[str, tuple[str, ...]] = {"qkv": ("q", "k", "v"), "kv": ("k", "v")}
+
+# Row layouts of a fused projection (see the module docstring).
+STACKED = "stacked"
+PER_HEAD = "per head"
+PER_GROUP = "per KV group"
+LAYOUT_TEXT = {
+    STACKED: "stacked [q; k; v] (GPT-2's c_attn, PyTorch's in_proj_weight)",
+    PER_HEAD: "per head [q_h | k_h | v_h] (GPT-NeoX, Bloom)",
+    PER_GROUP: "per KV group [q of its g heads | k | v] (Megatron GQA)",
+}
 
 
 def normalise(name: str) -> str:
@@ -105,6 +133,10 @@ class WeightMapping(dict):
         super().__init__(pairs)
         self.how = how
         self.layers = layers or []
+        # Fused layers whose rows could be laid out several ways: layer -> {layout: state}.
+        self.alternatives: dict[str, dict[str, dict[str, torch.Tensor]]] = {}
+        self.layouts: dict[str, str] = {}  # layer -> the layout kept
+        self.unfit: dict[str, list[str]] = {}  # layer -> layouts tried, none agreeing
 
     @property
     def canonical(self) -> bool:
@@ -115,7 +147,9 @@ class WeightMapping(dict):
             return CANONICAL
         parts = []
         for cand, refs in self.layers:
-            fused = f" (fused, split in {', '.join(refs)} order)" if len(refs) > 1 else ""
+            layout = self.layouts.get(cand, STACKED)
+            order = f"split in {', '.join(refs)} order" if layout == STACKED else f"rows {LAYOUT_TEXT[layout]}"
+            fused = f" (fused, {order})" if len(refs) > 1 else ""
             parts.append(f"{cand} <- {' + '.join(refs)}{fused}")
         return f"{self.how}: " + "; ".join(parts)
 
@@ -124,12 +158,71 @@ class WeightMapping(dict):
         return "" if self.canonical else f" [reference weights loaded {self.describe()}]"
 
 
-def load_reference_weights(module: RemoteModule, reference: torch.nn.Module, *, case: str) -> WeightMapping:
+def load_reference_weights(module: RemoteModule, reference: torch.nn.Module, *, case: str,
+                           dtype: torch.dtype | None = None) -> WeightMapping:
     """Copy `reference`'s parameters into the candidate's `module` (see the module docstring
-    for how names are matched); returns the mapping, {candidate name: reference name(s)}."""
+    for how names are matched and fused layouts chosen); returns the mapping, {candidate
+    name: reference name(s)}. `dtype`: the module's dtype (for the layout trial call)."""
     state, mapping = plan_weights(module.structure, reference, case=case)
+    for layer, options in mapping.alternatives.items():
+        layout = _choose_layout(module, reference, state, layer, options, dtype)
+        if layout is None:
+            mapping.unfit[layer] = list(options)
+            layout = STACKED
+        mapping.layouts[layer] = layout
+        state.update(options[layout])
     module.load_state(state)
     return mapping
+
+
+# candidate -> {(generation, structure, layer): the layout kept, or None}: decided once per
+# module structure, not once per test (weak: a finished candidate's decisions go with it).
+_DECIDED: weakref.WeakKeyDictionary[Any, dict[tuple[int, str, str], str | None]] = weakref.WeakKeyDictionary()
+
+
+def _choose_layout(module: RemoteModule, reference: torch.nn.Module, state: dict[str, torch.Tensor], layer: str,
+                   options: dict[str, dict[str, torch.Tensor]], dtype: torch.dtype | None) -> str | None:
+    """The first layout under which the module agrees with the reference on one token (a
+    single key: masks, scales and softmax details cannot show there, the rows' order can)."""
+    decided = _DECIDED.setdefault(module.candidate, {})
+    key = (module.generation, repr(module.structure), layer)
+    if key in decided:
+        return decided[key]
+    ref64 = copy.deepcopy(reference).to(torch.float64).eval()
+    width = next(p for p in ref64.parameters() if p.dim() == 2).shape[1]
+    x = randn(2, 1, width, seed=12345)
+    with torch.no_grad():
+        want = ref64(x)
+    chosen = None
+    for layout, part in options.items():
+        module.load_state({**state, **part})
+        try:
+            got = _trial_call(module, x, dtype)
+        except (CandidateCrashed, CandidateExited, CandidateTimeout, CandidateMemory):
+            raise
+        except CandidateFailure:
+            break  # the module cannot be called plainly: its tests will say why
+        if _agrees(got, want):
+            chosen = layout
+            break
+    decided[key] = chosen
+    return chosen
+
+
+def _trial_call(module: RemoteModule, x: torch.Tensor, dtype: torch.dtype | None) -> Any:
+    if dtype is not None:
+        return module.call((x.to(dtype),)).value
+    try:  # unknown dtype: the graders' default first
+        return module.call((x.float(),)).value
+    except CandidateFailure:
+        return module.call((x,)).value
+
+
+def _agrees(got: Any, want: torch.Tensor) -> bool:
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        return False
+    tol = 1e-9 if got.dtype == torch.float64 else 1e-4
+    return bool(torch.allclose(got.detach().to(torch.float64), want, rtol=tol * 10, atol=tol))
 
 
 def plan_weights(structure: dict[str, Any], reference: torch.nn.Module, *,
@@ -222,6 +315,7 @@ def _plan_by_role(ref_state: dict[str, torch.Tensor], have: dict[str, tuple[int,
 
     state: dict[str, torch.Tensor] = {n: ref_state[n] for n in others}
     pairs: dict[str, str] = {n: n for n in others}
+    alternatives: dict[str, dict[str, dict[str, torch.Tensor]]] = {}
     described: list[tuple[str, tuple[str, ...]]] = []
     for layer, group in sorted(assigned, key=lambda a: ref_order.index(a[1][0])):
         refs = [by_role[g] for g in group]
@@ -240,13 +334,48 @@ def _plan_by_role(ref_state: dict[str, torch.Tensor], have: dict[str, tuple[int,
                 + ("has no bias, but the module was built with bias=True (the default)"
                    if refs[0].bias else "has a bias, but the module was built with bias=False")
                 + ": pass bias=bias to nn.Linear")
-        state[f"{layer.name}.weight"] = torch.cat([ref_state[f"{r.name}.weight"] for r in refs], dim=0)
+        options = _layouts(group, refs, ref_state, layer, getattr(reference, "head_dim", None))
+        state.update(options[STACKED])
+        if len(options) > 1:
+            alternatives[layer.name] = options
         pairs[f"{layer.name}.weight"] = " + ".join(f"{r.name}.weight" for r in refs)
         if layer.bias:
-            state[f"{layer.name}.bias"] = torch.cat([ref_state[f"{r.name}.bias"] for r in refs], dim=0)
             pairs[f"{layer.name}.bias"] = " + ".join(f"{r.name}.bias" for r in refs)
         described.append((layer.name, tuple(r.name for r in refs)))
-    return state, WeightMapping(pairs, how, described)
+    mapping = WeightMapping(pairs, how, described)
+    mapping.alternatives = alternatives
+    return state, mapping
+
+
+def _layouts(group: tuple[str, ...], refs: list[Layer], ref_state: dict[str, torch.Tensor], layer: Layer,
+             head_dim: int | None) -> dict[str, dict[str, torch.Tensor]]:
+    """{layout: the state of `layer`} for every distinct way its rows may be laid out."""
+    params = ["weight", "bias"] if layer.bias else ["weight"]
+    parts = {p: [ref_state[f"{r.name}.{p}"] for r in refs] for p in params}
+    names = [STACKED]
+    if len(refs) > 1 and head_dim:
+        heads = [r.out_features // head_dim for r in refs]
+        if len(set(heads)) == 1 and heads[0] > 1:
+            names.append(PER_HEAD)
+        elif group == ("q", "k", "v") and heads[1] == heads[2] and 1 < heads[1] < heads[0]:
+            names.append(PER_GROUP)
+    out: dict[str, dict[str, torch.Tensor]] = {}
+    for name in names:
+        out[name] = {f"{layer.name}.{p}": _fused_rows(parts[p], name, head_dim or 1) for p in params}
+    return out
+
+
+def _fused_rows(parts: list[torch.Tensor], layout: str, d: int) -> torch.Tensor:
+    """The roles' rows (q, k, v or k, v; each (heads * d, ...)) fused in `layout`."""
+    if layout == STACKED:
+        return torch.cat(parts, dim=0)
+    tail = parts[0].shape[1:]
+    if layout == PER_HEAD:  # (heads, roles, d, ...): head h's q, k, v rows together
+        return torch.stack([t.reshape(-1, d, *tail) for t in parts], dim=1).reshape(-1, *tail)
+    q, k, v = parts  # PER_GROUP: (Hkv, g * d + d + d, ...)
+    groups = k.shape[0] // d
+    return torch.cat([q.reshape(groups, -1, *tail), k.reshape(groups, d, *tail), v.reshape(groups, d, *tail)],
+                     dim=1).reshape(-1, *tail)
 
 
 def _match_by_order(open_roles: list[str], rest: list[Layer],
@@ -348,7 +477,7 @@ def build_module(solution: Candidate, cls: str, reference: torch.nn.Module, args
     module = solution.new(cls, args, kwargs)
     if dtype != torch.float32:
         module.to(dtype)
-    return module, load_reference_weights(module, reference, case=case)
+    return module, load_reference_weights(module, reference, case=case, dtype=dtype)
 
 
 def check_module_call(module: RemoteModule, mapping: WeightMapping, reference: torch.nn.Module,

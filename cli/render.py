@@ -14,10 +14,24 @@ STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yell
 STATUS_MARK = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
 LABELS = {
     "en": {"passed": "passed", "diagnosis": "What went wrong", "fix": "Fix", "evidence": "Evidence",
-           "all_pass": "All required tests pass.", "line": "line"},
+           "all_pass": "All required tests pass.", "line": "line", "isolation": "isolation"},
     "zh": {"passed": "通过", "diagnosis": "问题诊断", "fix": "修改建议", "evidence": "依据",
-           "all_pass": "所有必需测试均已通过。", "line": "行"},
+           "all_pass": "所有必需测试均已通过。", "line": "行", "isolation": "隔离方式"},
 }
+
+
+def isolation_line(result: Result) -> Text | None:
+    """Which sandbox ran the code (and why a weaker one, if so)."""
+    iso = result.isolation
+    if not iso:
+        return None
+    label = LABELS.get(result.lang, LABELS["en"])["isolation"]
+    text = f"{label}: {iso.get('backend')}"
+    if iso.get("namespaces"):
+        text += f" ({', '.join(iso['namespaces'])}; {iso.get('uid')}; memory: {iso.get('memory')})"
+    if iso.get("note"):
+        text += f" — {iso['note']}"
+    return Text(text, style="dim")
 MAX_DIAGNOSTICS = 3
 
 
@@ -150,6 +164,9 @@ def render_result(console: Console, result: Result, source: str | None = None) -
     labels = LABELS.get(result.lang, LABELS["en"])
     console.print(summary_line(result))
     console.print(Text(result.solution, style="dim"))
+    iso = isolation_line(result)
+    if iso is not None:
+        console.print(iso)
     if result.tests:
         console.print(test_table(result))
     diags = ordered(result.diagnostics)[:MAX_DIAGNOSTICS]

@@ -90,9 +90,9 @@ def test_monkeypatching_libraries_changes_nothing_here():
     assert torch.allclose(torch.zeros(1), torch.ones(1)) is False
 
 
-def test_a_forged_reply_cannot_run_code_in_the_grader(tmp_path, monkeypatch):
-    marker = tmp_path / "pwned"
-    monkeypatch.setenv("ATTNKATA_TEST_MARKER", str(marker))
+def test_a_forged_reply_cannot_run_code_in_the_grader():
+    marker = Path("/tmp/attnkata-pwned")
+    marker.unlink(missing_ok=True)
     with pytest.raises(CandidateCrashed, match="unreadable|unexpected"):
         call_hostile("evil_reply.py")
     assert not marker.exists()

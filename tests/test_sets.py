@@ -377,7 +377,7 @@ def test_a_tampered_bundle_is_refused(graded, tmp_path):
     assert res.exit_code == 2 and "is not a problem set" in said(res)
 
 
-def test_a_submission_that_kills_its_grading_process_does_not_stop_the_batch(graded, tmp_path):
+def test_a_submission_that_tries_to_kill_its_grading_process_does_not_stop_the_batch(graded, tmp_path):
     subs = tmp_path / "subs"
     (subs / "mallory").mkdir(parents=True)
     (subs / "mallory" / "sdpa.py").write_text(
@@ -387,7 +387,10 @@ def test_a_submission_that_kills_its_grading_process_does_not_stop_the_batch(gra
     (subs / "zed" / "sdpa.py").write_text(REFERENCE)
     res = grade_set(graded.bundle, subs, GradeOptions(jobs=1, timeout=TIMEOUT, out=tmp_path / "o"))
     mallory = res.entry("mallory", "sdpa")
-    assert mallory.status == "error" and mallory.result["diagnostics"][0]["id"] == "grader-process-died"
+    # The sandbox's pid namespace hides the worker: the kill reaches nothing (or the
+    # candidate itself), and the worker grades on.
+    assert mallory.status != "pass"
+    assert all(d["id"] != "grader-process-died" for d in mallory.result["diagnostics"])
     assert res.entry("zed", "sdpa").status == "pass"
 
 

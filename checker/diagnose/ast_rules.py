@@ -32,7 +32,7 @@ class Source:
         self.lines = source.splitlines()
         try:
             self.tree: ast.Module | None = ast.parse(source)
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # hostile nesting: no rules
             self.tree = None
         self.stmts = self._statements() if self.tree else []
 

@@ -33,6 +33,7 @@ from attnkata.checker.diagnose.subjects import Observed
 from attnkata.checker.wire import Opaque
 
 _DIGITS = re.compile(r"\d+")
+FAMILY = -1  # the variant index of a match by a family's shared behaviour (no single spelling)
 
 
 def _norm_error(err: tuple[str, str]) -> tuple[str, str]:
@@ -122,6 +123,11 @@ class Verdict:
     ambiguous: list[str] = field(default_factory=list)
     closest: tuple[str, float] | None = None  # (id, share of the deviation it explains)
     failing_probes: list[str] = field(default_factory=list)
+    # Mistakes reproduced wherever they show, which together explain only part of the
+    # deviation: id -> (variant, share of the deviation it explains, probes it shows on).
+    partial: dict[str, tuple[int, float, list[str]]] = field(default_factory=dict)
+    # Every mistake reproduced wherever it shows (matched or not): id -> probes it shows on.
+    present: dict[str, list[str]] = field(default_factory=dict)
 
 
 def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
@@ -170,6 +176,20 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
         if not any((s & e & ~ne).any() for s, e, ne in zip(sig, exp, nan_explained, strict=True)):
             present[mid] = (vi, explains, shown)
 
+    # A family of spellings (e.g. every finite fill value) is also matched by what all its
+    # spellings have in common, for a candidate that writes yet another one.
+    spellings: dict[str, list[tuple[list[np.ndarray], list[Observed]]]] = {}
+    for mid, vi, sig, _, _, _ in compared:
+        spellings.setdefault(mid, []).append((sig, mutants[mid][vi]))
+    for mid, items in spellings.items():
+        # Only for mistakes that change values: a changed shape or an error moves every element.
+        reshapes = any(sig[i][sizes[i]] for sig, _ in items for i in range(len(probes)))
+        if mid not in present and mid not in exact and len(items) >= 2 and not reshapes:
+            region = _family_region(probes, cand, ref, sizes, dev, items)
+            if region is not None:
+                present[mid] = (FAMILY, *region)
+
+    verdict.present = {mid: shown for mid, (_, _, shown) in present.items()}
     if exact:
         ids = list(exact)
         for mid in ids:
@@ -197,8 +217,55 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
             verdict.matched[mid] = present[mid][2]
             verdict.variant[mid] = present[mid][0]
         return verdict
+    for mid in chosen:
+        vi, expl, shown = present[mid]
+        share = sum(int((x & d).sum()) for x, d in zip(expl, dev, strict=True)) / max(total, 1)
+        verdict.partial[mid] = (vi, share, shown)
     verdict.closest = best_partial if best_partial and best_partial[1] > 0 else None
     return verdict
+
+
+def _family_region(probes: list[Probe], cand: list[Observed], ref: list[Observed], sizes: list[int],
+                   dev: list[np.ndarray], items: list[tuple[list[np.ndarray], list[Observed]]],
+                   ) -> tuple[list[np.ndarray], list[str]] | None:
+    """(explains, probes shown) when the candidate has the behaviour every spelling of a
+    mistake shares: it changes every element that all spellings change (its core), to the
+    common value wherever all spellings agree on a finite one, and grossly (not a rounding
+    difference) elsewhere; what it explains is its deviation inside the union of the
+    spellings' changes."""
+    explains: list[np.ndarray] = []
+    shown: list[str] = []
+    for i, (c, n) in enumerate(zip(cand, sizes, strict=True)):
+        sigs = [sig[i] for sig, _ in items]
+        union, core = np.logical_or.reduce(sigs), np.logical_and.reduce(sigs)
+        core[n] = False  # the structure element: covered by `dev` through `union`
+        if core.any():
+            if (core & ~dev[i]).any():
+                return None
+            # Where every spelling gives one finite value (the mean of V), so must the
+            # candidate; where they break down differently (NaN, inf, 0), it must break too.
+            first = items[0][1][i]
+            disagree = np.logical_or.reduce([differs(outs[i], first, n) for _, outs in items[1:]])
+            agreed = core & ~disagree & ~_nonfinite(first, n)
+            if (agreed & differs(c, first, n)).any() or not _gross(c, ref[i], n, core & ~agreed):
+                return None
+            shown.append(probes[i].name)
+        explains.append(union & dev[i])
+    return (explains, shown) if shown else None
+
+
+def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:
+    """At `where`, `obs` is non-finite or off by more than 10% (an overflow, a NaN, a zeroed
+    row), not a rounding difference."""
+    if not where[:n].any():
+        return True
+    fo, fr = (flatten(obs.value) if obs.ok else None), (flatten(ref.value) if ref.ok else None)
+    if fo is None or fr is None or fo[1].size != n or fr[1].size != n:
+        return True
+    got, want = fo[1][where[:n]], fr[1][where[:n]]
+    with np.errstate(invalid="ignore", over="ignore"):
+        far = ~np.isfinite(got) | (np.abs(got - want) > 0.1 * np.abs(want) + 1e-3)
+    return bool(far.all())
 
 
 def _nonfinite(obs: Observed, n: int) -> np.ndarray:

@@ -32,11 +32,13 @@ SYMBOLS: dict[str, str] = {
     "op": "an op", "api": "a banned API", "in_dtype": "float32", "out_dtype": "float64",
     "which": "an input", "op_note": "", "scale": "s", "closest": "", "warning": "a RuntimeWarning",
     "got_type": "another type", "want_type": "the type of the reference's output",
+    "inputs": "some input shapes", "layer_note": "the names and shapes of its layers decide nothing.",
 }
 
 SYMBOLS_ZH: dict[str, str] = {
     "got_keys": "W + 1（或 W - 1）", "op": "某个算子", "api": "被禁止的 API", "which": "某个输入",
     "warning": "RuntimeWarning", "got_type": "其他类型", "want_type": "参考输出的类型",
+    "inputs": "某些输入形状", "layer_note": "它的层名和形状都无法确定对应关系。",
 }
 
 

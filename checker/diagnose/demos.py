@@ -365,6 +365,40 @@ DEMOS: dict[str, str] = {
         scores.masked_fill_(~mask, float("-inf"))     # in place: the caller's tensor changes
         print("caller's tensor after masked_fill_:", caller.tolist())
     """,
+    "nondeterministic-output": """
+        import torch
+        import torch.nn.functional as F
+
+        def attend(w, v):
+            return F.dropout(w, 0.5) @ v               # F.dropout defaults to training=True
+
+        w, v = torch.full((1, 4), 0.25), torch.arange(4.0).unsqueeze(1)
+        print("call 1:", attend(w, v).item(), "  call 2:", attend(w, v).item(), "  without dropout:", (w @ v).item())
+    """,
+    "input-not-supported": """
+        import torch
+
+        def masked(scores, mask):
+            B, _, L, S = mask.shape                  # written for (B, 1, L, S) masks only
+            return scores.masked_fill(~mask, float("-inf"))
+
+        scores = torch.zeros(2, 3, 4, 4)              # (B, H, L, S)
+        for shape in ((2, 1, 4, 4), (4, 4), (2, 1, 1, 4)):
+            try:
+                print(shape, "->", tuple(masked(scores, torch.ones(shape, dtype=torch.bool)).shape))
+            except ValueError as exc:
+                print(shape, "-> ValueError:", exc)
+    """,
+    "weights-unmappable": """
+        import torch
+        H, d = 2, 3
+        D = H * d
+        rows = torch.arange(3 * D)                          # row i of a fused Linear(D, 3D) weight
+        q, k, v = rows.split(D)                              # [q; k; v]: GPT-2's c_attn
+        print("[q; k; v]      q rows:", q.tolist())
+        q, k, v = rows.view(H, 3, d).unbind(1)              # per head [q_h | k_h | v_h]: GPT-NeoX
+        print("per head (NeoX) q rows:", q.flatten().tolist())
+    """,
     "numpy-float-warning": """
         import warnings
         import numpy as np

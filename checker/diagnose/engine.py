@@ -10,7 +10,7 @@ import ast
 import importlib
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -21,8 +21,9 @@ import torch
 
 from attnkata.checker.catalog import Kata
 from attnkata.checker.diagnose import catalogue as cat
+from attnkata.checker.diagnose import pairs
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
-from attnkata.checker.diagnose.behaviour import Verdict, match, output_dtype
+from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_dtype
 from attnkata.checker.diagnose.crashes import classify
 from attnkata.checker.diagnose.probes import Probe, grid_of
 from attnkata.checker.diagnose.subjects import FunctionSubject, ModuleSubject, Observed
@@ -33,6 +34,7 @@ from attnkata.checker.proxy import (
     CandidateCrashed,
     CandidateExited,
     CandidateMemory,
+    CandidateRaised,
     CandidateTimeout,
     Limits,
 )
@@ -40,6 +42,13 @@ from attnkata.checker.proxy import (
 # Diagnosis probes get a shorter leash than tests: they are small, and diagnosis must stay fast.
 PROBE_CALL_TIMEOUT = 2.0
 PROBE_TIME_BUDGET = 1.2
+# Mistakes named (as informative) when another verdict implies them but its fix would not
+# remove them; not when a mistake in SECONDARY_COVERED already says the same.
+SECONDARY = ("fully-masked-row-nan",)
+SECONDARY_COVERED = {"fully-masked-row-nan": {"fully-masked-row-nan-gradient", "fully-masked-row-uniform",
+                                              "mask-polarity-flipped", "mask-ignored"}}
+# Searching pairs of mistakes runs combined variants locally; it stops after this long.
+PAIR_TIME_BUDGET = 0.6
 
 
 def _t(lang: str, en: str, zh: str) -> str:
@@ -57,6 +66,7 @@ class Finding:
     params: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
     probe: Probe | None = None
+    severity: str | None = None  # overrides the catalogue's (e.g. "informative": not certain)
 
 
 class Findings(dict[str, Finding]):
@@ -200,28 +210,159 @@ class Engine:
             self.candidate.limits = saved
 
     def from_behaviour(self) -> None:
+        """Which catalogued mistakes the candidate's outputs reproduce. Each probe is judged on
+        its own: a probe the code cannot take (it raises where no mutant does) is named as
+        such and left out, so a mistake shown by the other probes is still found."""
         assert self.spec is not None
         ref, muts = _local_observations(self.kata.id)
         self.ref_obs = ref
         probes = self.spec.probes
+        if self.nondeterministic:
+            return  # every value differs at random: no behaviour can be matched
+        applicable = {mid: variants for mid, variants in muts.items() if self.applies(mid)}
         usable = [i for i, o in enumerate(self.cand_obs) if o.error is None or o.error[0] != "Skipped"]
-        if not usable:
+        cannot = [i for i in usable if self._cannot_take(i, ref, applicable)]
+        kept = [i for i in usable if i not in cannot]
+        self._name_unsupported(cannot, kept)
+        if not kept:
             return
-        pick = lambda xs: [xs[i] for i in usable]  # noqa: E731
-        verdict = match(pick(probes), pick(self.cand_obs), pick(ref),
-                        {mid: [pick(v) for v in variants] for mid, variants in muts.items() if self.applies(mid)})
+        pick = lambda xs: [xs[i] for i in kept]  # noqa: E731
+        cand, refs = pick(self.cand_obs), pick(ref)
+        picked = {mid: [pick(v) for v in variants] for mid, variants in applicable.items()}
+        verdict = match(pick(probes), cand, refs, picked)
         self.verdict = verdict
-        strength = 3 if verdict.exact and not verdict.ambiguous else 2
-        by_name = {p.name: p for p in probes}
-        for mid, shown in verdict.matched.items():
+        if verdict.matched:
+            strength = 3 if verdict.exact and not verdict.ambiguous else 2
+            self._add_matched(verdict.matched, strength,
+                              {mid: muts[mid][vi] for mid, vi in verdict.variant.items() if vi != FAMILY})
+            self._add_secondary(verdict)
+            return
+        if not verdict.deviates:
+            return
+        pair = pairs.search(pick(probes), cand, refs, picked, {mid: self.spec.mutants[mid] for mid in applicable},
+                            self.spec.subject, PAIR_TIME_BUDGET)
+        if pair is not None:
+            # A pair reproduces the candidate exactly: both mistakes are certain.
+            both = [pair.first, pair.second]
+            shares = {mid: pairs.explained_share(cand, refs, picked[mid][vi]) for mid, vi in both}
+            both.sort(key=lambda m: -shares[m[0]])
+            self.verdict = replace(verdict, matched={mid: pair.shown[mid] for mid, _ in both},
+                                   variant=dict(both), exact=True, closest=None)
+            self._add_matched(self.verdict.matched, 3, {mid: muts[mid][vi] for mid, vi in both}, shares=shares,
+                              together=self.t("together with {other}, it reproduces every probe exactly",
+                                              "与 {other} 一起，它在每个探测输入上都被完全复现"))
+            return
+        for mid, (vi, share, shown) in verdict.partial.items():
+            # Reproduced wherever it shows, but the rest of the deviation is something else:
+            # worth saying, not certain enough to be the verdict.
+            f = self._add_matched({mid: shown}, 1, {mid: muts[mid][vi]} if vi != FAMILY else {},
+                                  shares={mid: share})[0]
+            f.severity = "informative"
+
+    def _add_secondary(self, verdict: Verdict) -> None:
+        """A mistake that the verdict's mistake implies but that outlives its fix (a hand-made
+        softmax without the max shift also divides 0 by 0 on an empty row): named as
+        informative, since the matched mistake already explains the failures."""
+        for mid in SECONDARY:
+            shown = verdict.present.get(mid)
+            if shown and mid not in verdict.matched and not (set(verdict.matched) & SECONDARY_COVERED[mid]):
+                main = ", ".join(verdict.matched)
+                f = self._add_matched({mid: shown}, 1, {})[0]
+                f.severity = "informative"
+                f.evidence[:] = [self.t(f"also shown on the probe(s) {', '.join(repr(s) for s in shown[:3])}; "
+                                        f"fixing {main} alone leaves it",
+                                        f"在探测输入 {'、'.join(shown[:3])} 上同样出现；只修正 {main} 并不能消除它")]
+
+    @property
+    def nondeterministic(self) -> bool:
+        """Two identical calls of a repeat probe gave different outputs."""
+        assert self.spec is not None
+        return any(p.repeat and c.ok and c.second is not None and not _equal(c.value, c.second)
+                   for p, c in zip(self.spec.probes, self.cand_obs, strict=False))
+
+    def _cannot_take(self, i: int, ref: list[Observed], muts: dict[str, list[list[Observed]]]) -> bool:
+        """The candidate raised on probe i where the reference did not and no mutant raises
+        the same: evidence about that input only (a crash of the child ends all probes)."""
+        c = self.cand_obs[i]
+        if c.ok or not ref[i].ok:
+            return False
+        if c.failure is None and c.stage == "call":
+            return False
+        if c.stage == "call":
+            key = _norm(c.error[1]) if c.error else ""
+            if any(o[i].error is not None and _norm(o[i].error[1]) == key for vs in muts.values() for o in vs):
+                return False
+        return True
+
+    def _name_unsupported(self, cannot: list[int], kept: list[int]) -> None:
+        """`input-not-supported` for probes whose call raised (when others did not), and
+        `weights-unmappable` when the reference's weights could not be loaded at all."""
+        assert self.spec is not None
+        probes = self.spec.probes
+        weights = [i for i in cannot if self.cand_obs[i].stage == "weights"]
+        if weights:
+            self._weights_unmappable(weights)
+        # Only exceptions the candidate's own code raised (the harness's "no gradients: ..."
+        # is about the output, not the input), and none that names a mistake.
+        raised = [i for i in cannot if self.cand_obs[i].stage == "call" and isinstance(self.cand_obs[i].failure, CandidateRaised)
+                  and self.cand_obs[i].failure.exc_type
+                  and classify(self.cand_obs[i].error[1], self.kata.id, probes[i].params) is None]
+        if not raised or not any(self.cand_obs[i].ok for i in kept):
+            return
+        names = [self.pname(probes[i]) for i in raised]
+        joined = ("、" if self.lang == "zh" else "; ").join(names)
+        f = self.findings.add("input-not-supported", 2, params={"inputs": joined}, probe=probes[raised[0]])
+        for i in raised[:4]:
+            c = self.cand_obs[i]
+            f.evidence.append(self.t(f"probe '{probes[i].name}' raised {c.error[0]}: {c.error[1][:160]}",
+                                     f"探测输入“{self.pname(probes[i])}”抛出 {c.error[0]}：{c.error[1][:160]}"))
+            for ref_line in _frame_refs(c, self.src)[-1:]:
+                if all(r.line != ref_line.line for r in f.source):
+                    f.source.append(ref_line)
+        f.data["unsupported_probes"] = [probes[i].name for i in raised]
+
+    def _weights_unmappable(self, idx: list[int]) -> None:
+        assert self.spec is not None
+        c = self.cand_obs[idx[0]]
+        message = c.error[1] if c.error else ""
+        if classify(message, self.kata.id, self.spec.probes[idx[0]].params):
+            return  # a catalogued mistake (e.g. a K/V projection sized d_model) says it better
+        note = message.split(": ", 1)[-1].strip()
+        f = self.findings.add("weights-unmappable", 2, self.t(f"loading the weights said: {message[:400]}",
+                                                               f"载入权重时的提示：{message[:400]}"),
+                              params={"layer_note": note if note.endswith(".") else note + "."})
+        for i, d in enumerate(self.result.diagnostics):
+            if d.id == "exception" and message[:60] in d.explanation:
+                self.explained_runner.add(i)
+        f.data["weights_message"] = message
+
+    def _add_matched(self, matched: dict[str, list[str]], strength: int, outs_of: dict[str, list[Observed]],
+                     shares: dict[str, float] | None = None, together: str = "") -> list[Finding]:
+        assert self.spec is not None
+        by_name = {p.name: p for p in self.spec.probes}
+        added = []
+        for mid, shown in matched.items():
             names = ", ".join(f"'{s}'" for s in shown[:3])
             names_zh = "、".join(f"“{self.pname(by_name[s])}”" for s in shown[:3])
-            ev = self.t(f"reproduced on the probe(s) {names}: your output equals the known-wrong variant and "
-                        "differs from the reference", f"在探测输入 {names_zh} 上复现：你的输出与已知错误写法一致，与参考答案不同")
+            outs = outs_of.get(mid)
+            if outs is not None:
+                ev = self.t(f"reproduced on the probe(s) {names}: your output equals the known-wrong variant and "
+                            "differs from the reference", f"在探测输入 {names_zh} 上复现：你的输出与已知错误写法一致，与参考答案不同")
+            else:  # matched by what a family's spellings share: no one mutant
+                ev = self.t(f"on the probe(s) {names} your output goes wrong exactly where every known spelling of "
+                            "this mistake does, and nowhere else",
+                            f"在探测输入 {names_zh} 上，你的输出恰好在该错误所有已知写法都会出错的地方出错，其他地方都正确")
             f = self.findings.add(mid, strength, ev, probe=by_name.get(shown[0]) if shown else None)
+            added.append(f)
+            if together:
+                other = ", ".join(m for m in matched if m != mid)
+                f.evidence.append(together.format(other=other))
+            if shares is not None:
+                f.data["share"] = round(shares.get(mid, 0.0), 3)
             # Errors the mutant raises too are part of this mistake: the runner's generic
             # "your code raised ..." for them is explained, and its lines are the mistake's.
-            outs = muts[mid][verdict.variant[mid]]
+            if outs is None:
+                continue
             errors = {_norm(c.error[1]) for i, c in enumerate(self.cand_obs)
                       if c.error is not None and outs[i].error is not None}
             for i, d in enumerate(self.result.diagnostics):
@@ -234,6 +375,7 @@ class Engine:
                     for ref in _frame_refs(c, self.src):
                         if all(r.line != ref.line for r in f.source):
                             f.source.append(ref)
+        return added
 
     def from_trace(self) -> None:
         """Built-in checks on what the child observed: dtype, in-place writes, banned ops,
@@ -290,9 +432,8 @@ class Engine:
                 self.findings.add("input-mutated", 2, self.t(f"probe '{p.name}': {which} changed during the call",
                                                              f"探测输入“{self.pname(p)}”：调用过程中 {which} 被修改"),
                                   params={"which": which, "op_note": note}, probe=p)
-            if p.repeat and c.ok and not _equal(c.value, c.second) and self.applies("dropout-in-eval"):
-                self.findings.add("dropout-in-eval", 2, self.t(f"probe '{p.name}': two identical calls gave different outputs",
-                                                               f"探测输入“{self.pname(p)}”：两次相同的调用得到了不同的输出"), probe=p)
+            if p.repeat and c.ok and c.second is not None and not _equal(c.value, c.second):
+                self._nondeterminism(p, c)
             if p.budget is not None and c.ok:
                 mid, limit = p.budget
                 largest = c.trace.get("largest", {})
@@ -305,6 +446,18 @@ class Engine:
                         f"来自 {largest.get('op')}"),
                         params={"elements": largest.get("elements"), "shape": f"({', '.join(str(s) for s in largest.get('shape', []))})",
                                 "op": largest.get("op")}, probe=p, source=_op_lines(str(largest.get("op", "")), self.src))
+
+    def _nondeterminism(self, p: Probe, c: Observed) -> None:
+        """Two identical calls differ: dropout left on (module katas: the catalogue's
+        `dropout-in-eval`), or randomness in a function (`nondeterministic-output`)."""
+        mid = next((m for m in ("dropout-in-eval", "nondeterministic-output") if self.applies(m)), None)
+        if mid is None:
+            return
+        ops = [op for op in c.trace.get("ops", {}) if "dropout" in op or "bernoulli" in op or "rand" in op]
+        note = self.t(f" (ran {', '.join(ops[:3])})", f"（执行了 {', '.join(ops[:3])}）") if ops else ""
+        self.findings.add(mid, 2, self.t(f"probe '{p.name}': two identical calls gave different outputs{note}",
+                                         f"探测输入“{self.pname(p)}”：两次相同的调用得到了不同的输出{note}"), probe=p,
+                          source=_op_lines("dropout", self.src) if ops else [])
 
     def _arg_name(self, entry: str, label: str) -> str:
         """"argument 0" -> "`q` (argument 0)", from the skeleton's signature of `entry`."""
@@ -340,7 +493,10 @@ class Engine:
     # -- verdict ---------------------------------------------------------------------------
     def diagnostics(self) -> list[Diagnostic]:
         out: list[Diagnostic] = []
-        for f in sorted(self.findings.values(), key=lambda f: -f.strength):
+        # Catalogued mistakes first (most certain, then most explaining); what the code cannot
+        # take comes after every mistake it makes.
+        for f in sorted(self.findings.values(), key=lambda f: (f.id == "input-not-supported", -f.strength,
+                                                                -f.data.get("share", 0.0))):
             if f.id not in cat.catalogue():
                 continue
             m = cat.get(f.id)
@@ -355,7 +511,7 @@ class Engine:
             if not f.source:
                 f.source = locate(f.id, self.src)
             f.source = _merge_refs(f.source, self.src)
-            severity = m.severity if f.strength >= 2 else "actionable"
+            severity = f.severity or (m.severity if f.strength >= 2 else "actionable")
             out.append(Diagnostic(
                 id=f.id, severity=severity, title=m.render("title", self.lang, params),
                 explanation=m.render("explanation", self.lang, params), fix=m.render("fix", self.lang, params),

@@ -95,19 +95,24 @@ class Knobs:
     merge: "heads" (transpose back, then reshape), "flat" (reshape without the transpose),
         "view" (transpose, then .view without .contiguous(): raises).
     out_proj: apply the output projection.
-    kv_order: "interleave" (query head h reads KV head h // g) or "repeat" (h % Hkv).
+    kv_order: "interleave" (query head h reads KV head h // g) or "repeat" (h % Hkv);
+        "repeat-k" / "repeat-v": only K (only V) expanded with "repeat".
     scale: a name the kata's forward maps to a number ("d" = the reference).
     softmax: "safe" (zeros for an empty row), "torch", "torch-guarded" (rows with no key
         set to 0 before torch.softmax and zeroed after it), "naive" (no max subtraction),
         "naive-guarded" (no max subtraction, empty rows guarded).
     dim: the softmax dim.
-    fill: what masked scores are filled with.
+    fill: what masked scores are filled with (or, with "add-big", added): a number, "min"
+        (torch.finfo of the scores' dtype) or "min32" (torch.finfo(torch.float32).min).
+    softmax_dtype: None, or "float32": the softmax computed in float32 and cast back
+        (HF's eager attention upcasts this way; in float64 code it is a downcast).
     mask: how the caller's mask is applied: "fill", "flipped" (the caller's mask negated),
         "flipped-all" (the combined mask negated), "flipped-ones" (the combined mask, built
         from all-True, negated: everything blocked without a mask), "ignored" (the caller's mask dropped),
         "ignored-all" (no mask at all), "after" (the combined mask multiplies the softmax
-        output), "added" (the boolean mask added to the scores), "add-big" (-1e9 added where
-        masked), "add-inf" (an additive float mask of 0 / -inf), "transposed" (the caller's
+        output), "added" (the boolean mask added to the scores), "add-big" (`fill` added where
+        masked), "exp-mul" / "exp-where" (no fill: the exponentials are multiplied by the
+        mask or selected with torch.where; with the "naive" softmaxes), "add-inf" (an additive float mask of 0 / -inf), "transposed" (the caller's
         mask read as [key, query]).
     hide_nan: None, "nan_to_num" or "where": NaN rows computed, then hidden (with "add-inf"
         the NaN still reaches the gradients).
@@ -122,7 +127,8 @@ class Knobs:
     scale: str = "d"
     softmax: str = "safe"
     dim: int = -1
-    fill: float = -INF
+    fill: float | str = -INF
+    softmax_dtype: str | None = None
     mask: str = "fill"
     causal: str = "tril"
     hide_nan: str | None = None
@@ -153,7 +159,26 @@ def _and(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
     return a if b is None else a & b
 
 
-def softmax(scores: torch.Tensor, how: str, dim: int) -> torch.Tensor:
+def fill_value(fill: float | str, dtype: torch.dtype) -> float:
+    """A `Knobs.fill` as a number for scores of `dtype`."""
+    if fill == "min":
+        return torch.finfo(dtype).min
+    if fill == "min32":
+        return torch.finfo(torch.float32).min
+    return float(fill)
+
+
+def softmax(scores: torch.Tensor, how: str, dim: int, keep: torch.Tensor | None = None,
+            keep_how: str = "") -> torch.Tensor:
+    """`keep` (with keep_how "exp-mul" / "exp-where"): the mask applied to the exponentials
+    of the naive softmaxes instead of to the scores."""
+    if how in ("naive", "naive-guarded") and keep is not None:
+        e = torch.exp(scores)
+        e = e * keep if keep_how == "exp-mul" else torch.where(keep, e, torch.zeros_like(e))
+        denom = e.sum(dim=-1, keepdim=True)
+        if how == "naive-guarded":
+            denom = torch.where(denom > 0, denom, torch.ones_like(denom))
+        return e / denom
     if how == "torch":
         return torch.softmax(scores, dim=dim)
     if how == "torch-guarded":
@@ -187,20 +212,25 @@ def core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, attn_m
     elif mode == "ignored":
         attn_mask = None
     allowed = _and(attn_mask, causal)
+    fill = fill_value(knobs.fill, scores.dtype)
     if mode == "flipped-ones":
         allowed = _and(torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device), allowed)
     if allowed is not None:
         if mode in ("flipped-all", "flipped-ones"):
-            scores = scores.masked_fill(allowed, knobs.fill)
+            scores = scores.masked_fill(allowed, fill)
         elif mode == "added":
             scores = scores + allowed
         elif mode == "add-big":
-            scores = scores + (~allowed).to(scores.dtype) * -1e9
+            scores = scores + (~allowed).to(scores.dtype) * fill
         elif mode == "add-inf":
             scores = scores + torch.zeros_like(scores).masked_fill(~allowed, -INF)
         elif mode in ("fill", "flipped", "transposed", "ignored"):
-            scores = scores.masked_fill(~allowed, knobs.fill)
-    weights = softmax(scores, knobs.softmax, knobs.dim)
+            scores = scores.masked_fill(~allowed, fill)
+    keep = allowed if mode in ("exp-mul", "exp-where") else None
+    if knobs.softmax_dtype == "float32":
+        weights = softmax(scores.float(), knobs.softmax, knobs.dim, keep, mode).to(scores.dtype)
+    else:
+        weights = softmax(scores, knobs.softmax, knobs.dim, keep, mode)
     if mode == "after" and allowed is not None:
         weights = weights * allowed
     if knobs.hide_nan == "nan_to_num":
@@ -245,7 +275,9 @@ def family_forward(m: nn.Module, kv_heads: int, knobs: Knobs, x: torch.Tensor,
     q = split_heads(m.q_proj(x), B, L, H, d, knobs.split)
     k = split_heads(m.k_proj(x), B, L, kv_heads, d, knobs.split)
     v = split_heads(m.v_proj(x), B, L, kv_heads, d, knobs.split)
-    k, v = expand_kv(k, H, knobs.kv_order), expand_kv(v, H, knobs.kv_order)
+    # "repeat-k" / "repeat-v": only one of the two expanded in the wrong order.
+    k = expand_kv(k, H, "repeat" if knobs.kv_order in ("repeat", "repeat-k") else "interleave")
+    v = expand_kv(v, H, "repeat" if knobs.kv_order in ("repeat", "repeat-v") else "interleave")
     scale = {"d": 1 / math.sqrt(d), "D": 1 / math.sqrt(H * d), "none": 1.0, "not-sqrt": 1 / d,
              "inverted": math.sqrt(d)}[knobs.scale]
     causal = causal_allowed(L, L, knobs.causal, x.device) if is_causal else None
@@ -265,12 +297,37 @@ def family_variant(base: type[nn.Module], kv_heads: Any, **changes: Any) -> type
             return family_forward(self, kv_heads(self), knobs, x, attn_mask, is_causal)
 
     Variant.__name__ = Variant.__qualname__ = f"{base.__name__}[{knobs.label()}]"
-    return Variant
+    return remakeable(Variant, changes, (family_variant, base, kv_heads))
+
+
+def remakeable(cls: type[nn.Module], knobs: dict[str, Any], family: tuple) -> type[nn.Module]:
+    """Record how `cls` was made, `family[0](*family[1:], **knobs)`, so that the diagnosis
+    can build a variant with the knobs of two mistakes at once (`pairs.compose`)."""
+    cls.knobs = dict(knobs)  # type: ignore[attr-defined]
+    cls.family = family  # type: ignore[attr-defined]
+    return cls
 
 
 # The mistakes every MHA-like kata shares, as knob settings (several spellings per mistake
 # where candidates write it in ways that behave differently).
 FAMILY_CRAFTS = {GRID_SEED: craft_identity_values, LARGE_SEED: craft_self_similar}
+
+# "A fully masked row returns the mean of V": any large finite value filled in or added where
+# masked, with torch.softmax, optionally computed in float32 (HF's eager upcast).
+UNIFORM_FILLS: tuple[float | str, ...] = (-1e4, -1e9, -1e30, "min", "min32")
+
+
+def uniform_family(softmax_knob: str, softmax: str, mask_knob: str = "mask_mode",
+                   add: str = "add-big") -> list[dict[str, Any]]:
+    """The knob settings of `fully-masked-row-uniform` for a mutant whose softmax knob is
+    `softmax_knob` (set to the unguarded `softmax`) and whose mask knob is `mask_knob`."""
+    return [
+        *({"fill": c, softmax_knob: softmax, mask_knob: mode} for c in UNIFORM_FILLS for mode in ("fill", add)),
+        *({"fill": c, softmax_knob: softmax, "softmax_dtype": "float32"} for c in ("min32", -1e9)),
+    ]
+
+
+UNIFORM_FAMILY = uniform_family("softmax", "torch", "mask")
 
 FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
     "split-heads-without-transpose": [{"split": "flat"}],
@@ -282,7 +339,8 @@ FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
     "scale-not-sqrt": [{"scale": "not-sqrt"}],
     "scale-inverted": [{"scale": "inverted"}],
     "softmax-wrong-dim": [{"dim": dim, "softmax": how} for dim in (-2, 1) for how in ("torch", "safe", "torch-guarded")],
-    "unstable-softmax": [{"softmax": "naive"}, {"softmax": "naive-guarded"}],
+    "unstable-softmax": [{"softmax": how, "mask": mode} for how in ("naive", "naive-guarded")
+                         for mode in ("fill", "exp-mul", "exp-where")],
     "causal-mask-inverted": [{"causal": "triu+1"}, {"causal": "triu"}],
     "causal-mask-excludes-diagonal": [{"causal": "tril-1"}],
     "causal-mask-leaks-future": [{"causal": "tril+1"}],
@@ -291,8 +349,9 @@ FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
     "mask-ignored": [{"mask": "ignored"}, {"mask": "ignored-all"}],
     "mask-added-as-float": [{"mask": "added"}, {"mask": "added", "softmax": "torch"}],
     "mask-applied-after-softmax": [{"mask": "after", "softmax": "torch"}],
-    "fully-masked-row-nan": [{"softmax": "torch"}],
-    "fully-masked-row-uniform": [{"fill": -1e9, "softmax": "torch"}, {"mask": "add-big", "softmax": "torch"}],
+    # An additive 0 / -inf mask lets the NaN reach the gradients too (masked_fill does not).
+    "fully-masked-row-nan": [{"softmax": "torch"}, {"mask": "add-inf", "softmax": "torch"}],
+    "fully-masked-row-uniform": UNIFORM_FAMILY,
     # Filling with -inf zeroes the NaN's gradient in masked_fill's backward: only an additive
     # -inf mask lets it through to q and k.
     "fully-masked-row-nan-gradient": [{"mask": "add-inf", "softmax": "torch", "hide_nan": how}

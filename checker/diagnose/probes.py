@@ -92,6 +92,7 @@ def attention_probes(entry: str, *, numpy: bool = False) -> list[Probe]:
                 randn(*lead, S, dv, seed=seed + 2))
 
     mask = strict_mask(B, 1, L, S, seed=101)
+    flat_mask = with_empty_rows(strict_mask(L, S, seed=105), [(3,)])
     empty = with_empty_rows(strict_mask(B, 1, L, S, seed=102), [(0, 0, 2), (1, 0, 0)])
     # q = k = 0 makes every allowed score equal, and V = I turns each output row into the
     # attention weights of one query: the output *is* the effective mask, drawn as a grid.
@@ -101,9 +102,13 @@ def attention_probes(entry: str, *, numpy: bool = False) -> list[Probe]:
     grid_v = torch.eye(S, dtype=torch.float64).expand(B, H, S, S).clone()
 
     probes = [
-        Probe("no mask", entry, qkv(201), params=sizes, name_zh="无 mask"),
+        Probe("no mask", entry, qkv(201), params=sizes, repeat=True, name_zh="无 mask"),
         Probe("2-D inputs (L, d)", entry, qkv(202, lead=()), params=sizes, name_zh="二维输入 (L, d)"),
         Probe("3-D inputs (B, L, d)", entry, qkv(203, lead=(4,)), params=sizes, name_zh="三维输入 (B, L, d)"),
+        # Code written for single (L, d) matrices raises on every batched probe: this one still
+        # shows its mask and empty-row mistakes.
+        Probe("2-D inputs with an (L, S) mask and an empty row", entry, qkv(211, lead=()), {"mask": flat_mask},
+              params=sizes, name_zh="二维输入，(L, S) mask，含一个空行"),
         Probe("random mask (B, 1, L, S)", entry, qkv(204), {"mask": mask}, params=sizes,
               name_zh="随机 mask (B, 1, L, S)"),
         Probe("fully masked rows", entry, qkv(205), {"mask": empty}, params=sizes, name_zh="整行被遮掩"),

@@ -26,10 +26,11 @@ def jsonable(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_result(kata_id: str, path: Path, lang: str, limits: Any = None) -> Any:
-    """Grade one file in this process (imports torch); the `Result`."""
+    """Grade one file in this process (imports torch); the `Result`. An interview enforces
+    the static policy: a file that imports `os` or reaches `torch._C` fails without running."""
     from attnkata.checker.runner import check
 
-    return check(catalog.get_kata(kata_id), path, limits=limits, lang=lang)
+    return check(catalog.get_kata(kata_id), path, limits=limits, lang=lang, policy="enforce")
 
 
 def check_file(kata_id: str, path: Path, lang: str, limits: Any = None) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from attnkata.checker.catalog import TIERS, Kata
 from attnkata.checker.errors import KataDefinitionError, UsageError
 from attnkata.checker.sets.manifest import (
     DEFAULT_POINTS,
+    DEFAULT_POLICY,
     LEVELS,
     MANIFEST_PATH,
     SET_LANGS,
@@ -38,6 +39,7 @@ from attnkata.checker.sets.manifest import (
     Manifest,
     bundle_files,
     check_penalty,
+    check_policy,
     kata_hash,
     kata_version,
     load_set_kata,
@@ -67,6 +69,8 @@ class CreateOptions:
     force: bool = False
     timeout: float | None = None
     call_timeout: float | None = None
+    policy: str = DEFAULT_POLICY  # the static policy: "enforce" (refuse such files) or "warn"
+    allow_imports: list[str] = field(default_factory=list)  # modules allowed beyond the policy's list
     warnings: list[str] = field(default_factory=list)
 
 
@@ -80,6 +84,7 @@ def _validate(opts: CreateOptions) -> list[Kata]:
     if opts.points <= 0:
         raise UsageError("--points must be positive")
     check_penalty(opts.late_penalty)
+    check_policy(opts.policy, opts.allow_imports, UsageError, "--policy/--allow-imports")
     ids = [k.strip() for k in opts.katas if k.strip()]
     if not ids:
         raise UsageError("no katas given", "pass e.g. --katas sdpa,mha (see `kata list`)")
@@ -166,6 +171,7 @@ def create_set(opts: CreateOptions, log: Callable[[str], None] | None = None) ->
         grading = GradingConfig(
             tier_weights=dict(opts.tier_weights) if opts.tier_weights else GradingConfig().tier_weights,
             points={k.id: float(opts.points) for k in katas}, due=due, late_penalty=opts.late_penalty,
+            policy=opts.policy, allow_imports=list(opts.allow_imports),
         )
         if opts.timeout is not None:
             grading.timeout = opts.timeout

@@ -41,9 +41,10 @@ from attnkata.checker.sets.manifest import (
     score,
     verify_bundle,
 )
+from attnkata.checker.static import MAX_SOURCE_BYTES
 
 MISSING = "missing"
-MAX_FILE_BYTES = 1_000_000
+MAX_FILE_BYTES = MAX_SOURCE_BYTES  # the same cap as `kata check`
 RECYCLE_AFTER = 200  # tasks per worker before a fresh one replaces it (bounded memory growth)
 JOURNAL = "journal.jsonl"
 # Outcomes caused by attnkata or the machine, not by the submission: never journaled, so a
@@ -226,7 +227,7 @@ def _preload(kata_ids: list[str]) -> None:
 
 
 def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, log_path: str,
-                 scratch: str) -> None:
+                 scratch: str, policy: tuple[str, tuple[str, ...]] = ("enforce", ())) -> None:
     """A grading worker: grade what the parent sends until it sends None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
     # Candidates' log files go to the run's scratch folder, which the parent removes: a
@@ -255,7 +256,8 @@ def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, 
             return
         t0 = time.perf_counter()
         try:
-            result = check(load_set_kata(task["kata"]), Path(task["path"]), limits=lim, lang=lang)
+            result = check(load_set_kata(task["kata"]), Path(task["path"]), limits=lim, lang=lang,
+                           policy=policy[0], allow_imports=policy[1])
             reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
         except KataDefinitionError as exc:
             reply = {"ok": False, "kind": "grader-broken", "message": exc.message}
@@ -272,9 +274,10 @@ def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, 
 
 
 class _Worker:
-    def __init__(self, ctx: Any, limits: tuple[float, float, int], lang: str, log_path: str, scratch: str) -> None:
+    def __init__(self, ctx: Any, limits: tuple[float, float, int], lang: str, log_path: str, scratch: str,
+                 policy: tuple[str, tuple[str, ...]] = ("enforce", ())) -> None:
         parent_end, child_end = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child_end, limits, lang, log_path, scratch),
+        self.proc = ctx.Process(target=_worker_main, args=(child_end, limits, lang, log_path, scratch, policy),
                                 name="attnkata-grader", daemon=True)
         self.proc.start()
         child_end.close()
@@ -314,9 +317,11 @@ ProgressFn = Callable[[dict[str, Any]], None]
 
 def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int], lang: str,
              log_path: Path, watchdog: float, on_reply: Callable[[_Task, dict[str, Any]], None],
-             tick: Callable[[], None] = lambda: None, kata_ids: list[str] | None = None) -> None:
+             tick: Callable[[], None] = lambda: None, kata_ids: list[str] | None = None,
+             policy: tuple[str, tuple[str, ...]] = ("enforce", ())) -> None:
     """Grade `tasks` on `jobs` forked workers; `on_reply(task, reply)` runs in this process
-    as each one finishes (replies: {"ok": True, "result": ...} or {"ok": False, "kind", "message"})."""
+    as each one finishes (replies: {"ok": True, "result": ...} or {"ok": False, "kind", "message"}).
+    `policy`: the static policy's mode and extra allowed imports (from the set's manifest)."""
     if not tasks:
         return
     _preload(kata_ids or sorted({t.kata for t in tasks}))
@@ -328,7 +333,7 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
     scratch = tempfile.mkdtemp(prefix="attnkata-grade-")
 
     def spawn() -> _Worker:
-        return _Worker(ctx, limits, lang, str(log_path), scratch)
+        return _Worker(ctx, limits, lang, str(log_path), scratch, policy)
 
     def replace(i: int, idle: bool = False) -> None:
         nonlocal failures
@@ -471,8 +476,9 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
     journal = Journal(journal_path)
     entries: dict[tuple[str, str], Entry] = {}
     tasks: list[_Task] = []
+    policy = (manifest.grading.policy, tuple(sorted(manifest.grading.allow_imports)))
     config = {"call_timeout": limits[0], "timeout": limits[1], "memory_mb": limits[2], "lang": lang,
-              "attnkata": __version__}
+              "attnkata": __version__, "policy": policy[0], "allow_imports": list(policy[1])}
     kata_by_id = {k.id: k for k in manifest.katas}
     for student in students:
         for k in manifest.katas:
@@ -531,7 +537,7 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
     try:
         run_pool(tasks, jobs=jobs, limits=limits, lang=lang, log_path=out / "workers.log", watchdog=watchdog,
                  on_reply=on_reply, tick=(lambda: progress(dict(counts, last=None, status=None))) if progress else (lambda: None),
-                 kata_ids=manifest.kata_ids)
+                 kata_ids=manifest.kata_ids, policy=policy)
     finally:
         journal.close()
     stats = {**counts, "graded": counts["done"], "seconds": round(time.monotonic() - t0, 3), "jobs": jobs,

@@ -30,6 +30,8 @@ DEFAULT_POINTS = 10.0
 DEFAULT_TIMEOUT = 60.0  # candidate seconds per submission, like `kata check`'s total limit
 DEFAULT_CALL_TIMEOUT = 10.0
 DEFAULT_MEMORY_MB = 4096
+DEFAULT_POLICY = "enforce"
+POLICY_MODES = ("warn", "enforce")
 # Folders of a kata that do not take part in grading (so editing them is no tampering).
 _UNGRADED_PARTS = {"examples", "__pycache__"}
 
@@ -123,6 +125,15 @@ def check_weights(weights: dict[str, float], error: type[KataError]) -> None:
         raise error("at least one tier weight must be positive")
 
 
+def check_policy(mode: object, allow_imports: object, error: type[KataError], where: str = "manifest") -> None:
+    """`policy` is "warn" or "enforce"; `allow_imports` a list of dotted module names."""
+    if mode not in POLICY_MODES:
+        raise error(f"{where}: policy must be one of {', '.join(POLICY_MODES)}, not {mode!r}")
+    if not isinstance(allow_imports, list) or not all(
+            isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in allow_imports):
+        raise error(f"{where}: allow_imports must be a list of module names, e.g. [\"scipy\", \"scipy.special\"]")
+
+
 def parse_deadline(text: str) -> str:
     """An ISO 8601 time (`2025-06-01T23:59`, local time unless it says otherwise) -> ISO with offset."""
     try:
@@ -149,6 +160,11 @@ class GradingConfig:
     timeout: float = DEFAULT_TIMEOUT  # candidate seconds per submission (all calls together)
     call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds per call of candidate code
     memory_mb: int = DEFAULT_MEMORY_MB
+    # The static policy (checker/policy.py): "enforce" fails a file that imports or touches
+    # what solutions may not, without running it; "warn" only reports it. `allow_imports`:
+    # modules (with their submodules) accepted beyond the allowlist, e.g. ["scipy"].
+    policy: str = DEFAULT_POLICY
+    allow_imports: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -213,6 +229,7 @@ class Manifest:
                 raise BundleError(f"{where}: points of {k!r} must be a non-negative number")
         if not 0 <= grading.late_penalty <= 1:
             raise BundleError(f"{where}: late_penalty must be between 0 and 1")
+        check_policy(grading.policy, grading.allow_imports, BundleError, where)
         return manifest
 
 

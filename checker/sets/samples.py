@@ -91,7 +91,7 @@ class _ReferenceCandidate(Candidate):
 
 
 def _copy(req: dict[str, Any]) -> dict[str, Any]:
-    return wire.decode_request(wire.encode_request(req))
+    return wire.roundtrip(req)
 
 
 def _names(module: Any) -> dict[str, str]:
@@ -119,7 +119,7 @@ def serve(server: Server, req: dict[str, Any]) -> dict[str, Any]:
         reply = handler(req)
     except Exception as exc:  # noqa: BLE001 - the reference failing is data here
         reply = server._error(exc)
-    return wire.decode_reply(wire.encode_reply(reply))
+    return wire.roundtrip(reply)
 
 
 class _Tracker:

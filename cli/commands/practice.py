@@ -110,6 +110,9 @@ def _limits(timeout: float | None):  # noqa: ANN202 - Limits is imported lazily 
 
 
 def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record: bool = True):  # noqa: ANN201
+    from attnkata.checker.sandbox import host
+
+    host.prestart()  # the sandbox imports torch while this process does the same
     from attnkata.checker.runner import check as run_check
 
     t0 = time.time()

@@ -29,7 +29,8 @@ class REFERENCE:
 
 
 MUTANTS = family_mutants(ref.GroupedQueryAttention, lambda m: m.n_kv_heads,
-                         extra={"kv-repeat-instead-of-interleave": [{"kv_order": "repeat"}]})
+                         extra={"kv-repeat-instead-of-interleave": [{"kv_order": order}
+                                                                    for order in ("repeat", "repeat-k", "repeat-v")]})
 
 
 def probes() -> list[Probe]:

@@ -25,6 +25,7 @@ from attnkata.checker.diagnose.module_probes import (
     eye_,
     family_probes,
     merge_heads,
+    remakeable,
     seeded,
     split_heads,
 )
@@ -115,7 +116,11 @@ def variant(mla: dict[str, Any] | None = None, **changes: Any) -> type[nn.Module
 
     label = ", ".join([knobs.label(), *(f"{k}={v!r}" for k, v in extra.items())])
     Variant.__name__ = Variant.__qualname__ = f"{ENTRY}[{label}]"
-    return Variant
+    return remakeable(Variant, {**changes, "mla": extra} if extra else changes, (_remake,))
+
+
+def _remake(**knobs: Any) -> type[nn.Module]:
+    return variant(knobs.pop("mla", None), **knobs)
 
 
 MUTANTS: dict[str, list[type[nn.Module]]] = {

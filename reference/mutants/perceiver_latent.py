@@ -24,6 +24,7 @@ from attnkata.checker.diagnose.module_probes import (
     eye_,
     merge_heads,
     one_hot_inputs,
+    remakeable,
     seeded,
     split_heads,
 )
@@ -88,7 +89,11 @@ def variant(extra: dict[str, Any] | None = None, **changes: Any) -> type[nn.Modu
 
     label = ", ".join([knobs.label(), *(f"{k}={v!r}" for k, v in more.items())])
     Variant.__name__ = Variant.__qualname__ = f"{ENTRY}[{label}]"
-    return Variant
+    return remakeable(Variant, {**changes, "extra": more} if more else changes, (_remake,))
+
+
+def _remake(**knobs: Any) -> type[nn.Module]:
+    return variant(knobs.pop("extra", None), **knobs)
 
 
 # No causal mask here, and the Perceiver has its own spellings of these.

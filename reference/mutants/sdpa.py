@@ -13,6 +13,7 @@ from functools import partial
 
 import torch
 
+from attnkata.checker.diagnose.module_probes import fill_value, uniform_family
 from attnkata.checker.diagnose.probes import Probe, attention_probes
 from attnkata.reference import sdpa as ref
 
@@ -27,8 +28,11 @@ def _safe_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return weights / torch.where(denom > 0, denom, torch.ones_like(denom))
 
 
-def _naive_softmax(scores: torch.Tensor, guarded: bool) -> torch.Tensor:
+def _naive_softmax(scores: torch.Tensor, guarded: bool, keep: torch.Tensor | None = None,
+                   how: str = "") -> torch.Tensor:
     weights = torch.exp(scores)  # no max subtraction: overflows on large logits
+    if keep is not None:  # the mask applied to the exponentials ("exp-mul" / "exp-where")
+        weights = weights * keep if how == "exp-mul" else torch.where(keep, weights, torch.zeros_like(weights))
     denom = weights.sum(dim=-1, keepdim=True)
     if guarded:
         denom = torch.where(denom > 0, denom, torch.ones_like(denom))
@@ -43,8 +47,9 @@ def attention(
     transpose: str = "last2",  # "T", "t", "01": the 2-D spellings
     softmax: str = "safe",  # "torch", "naive", "naive-guarded"
     dim: int = -1,
-    mask_mode: str = "fill",  # "flipped", "ignored", "added", "after", "add-big", "add-inf"
-    fill: float = float("-inf"),
+    mask_mode: str = "fill",  # "flipped", "ignored", "added", "after", "add-big", "add-inf", "exp-mul", "exp-where"
+    fill: float | str = float("-inf"),  # or "min" (finfo of the scores' dtype), "min32" (float32's)
+    softmax_dtype: str | None = None,  # "float32": the softmax computed in float32, cast back
     hide_nan: str | None = None,  # "nan_to_num", "where": the NaN is computed, then hidden
     returns: str = "output",  # "weights", "both": (output, weights) as tutorials do
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
@@ -54,6 +59,7 @@ def attention(
     kt = {"last2": lambda: k.transpose(-2, -1), "T": lambda: k.T, "t": lambda: k.t(),
           "01": lambda: k.transpose(0, 1)}[transpose]()
     scores = (q @ kt) * s
+    fill = fill_value(fill, scores.dtype)
     if mask is not None:
         if mask_mode == "fill":
             scores = scores.masked_fill(~mask, fill)
@@ -62,15 +68,20 @@ def attention(
         elif mask_mode == "added":
             scores = scores + mask
         elif mask_mode == "add-big":
-            scores = scores + (~mask).to(scores.dtype) * -1e9
+            scores = scores + (~mask).to(scores.dtype) * fill
         elif mask_mode == "add-inf":  # an additive float mask of 0 / -inf
             scores = scores + torch.zeros_like(scores).masked_fill(~mask, float("-inf"))
+    out_dtype = scores.dtype
+    if softmax_dtype == "float32":
+        scores = scores.float()
     if softmax == "safe":
         weights = _safe_softmax(scores, dim)
     elif softmax == "torch":
         weights = torch.softmax(scores, dim=dim)
     else:
-        weights = _naive_softmax(scores, guarded=softmax == "naive-guarded")
+        keep = mask if mask is not None and mask_mode in ("exp-mul", "exp-where") else None
+        weights = _naive_softmax(scores, guarded=softmax == "naive-guarded", keep=keep, how=mask_mode)
+    weights = weights.to(out_dtype)
     if mask is not None and mask_mode == "after":
         weights = weights * mask
     if hide_nan == "nan_to_num":
@@ -94,13 +105,15 @@ MUTANTS = {
                        _m(default_scale=lambda d: math.sqrt(d), honour_scale=False)],
     "scale-argument-ignored": _m(honour_scale=False),
     "softmax-wrong-dim": [_m(dim=dim, softmax=kind) for dim in (-2, 1, 0) for kind in ("torch", "safe")],
-    "unstable-softmax": [_m(softmax="naive"), _m(softmax="naive-guarded")],
+    "unstable-softmax": [_m(softmax=how, mask_mode=mode) for how in ("naive", "naive-guarded")
+                         for mode in ("fill", "exp-mul", "exp-where")],
     "mask-polarity-flipped": [_m(mask_mode="flipped"), _m(mask_mode="flipped", softmax="torch")],
     "mask-ignored": _m(mask_mode="ignored"),
     "mask-added-as-float": [_m(mask_mode="added"), _m(mask_mode="added", softmax="torch")],
     "mask-applied-after-softmax": _m(mask_mode="after", softmax="torch"),
-    "fully-masked-row-nan": _m(softmax="torch"),
-    "fully-masked-row-uniform": [_m(fill=-1e9, softmax="torch"), _m(mask_mode="add-big", softmax="torch")],
+    # An additive 0 / -inf mask lets the NaN reach the gradients too (masked_fill does not).
+    "fully-masked-row-nan": [_m(softmax="torch"), _m(mask_mode="add-inf", softmax="torch")],
+    "fully-masked-row-uniform": [_m(**knobs) for knobs in uniform_family("softmax", "torch")],
     # Filling with -inf kills the NaN's gradient in masked_fill's backward; only an additive
     # -inf mask lets it through to q and k.
     "fully-masked-row-nan-gradient": [_m(mask_mode="add-inf", softmax="torch", hide_nan="nan_to_num"),

@@ -13,6 +13,7 @@ from functools import partial
 
 import numpy as np
 
+from attnkata.checker.diagnose.module_probes import uniform_family
 from attnkata.checker.diagnose.probes import Probe, attention_probes
 from attnkata.reference import sdpa_numpy as ref
 
@@ -33,8 +34,10 @@ def _textbook_softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     return weights / weights.sum(axis=axis, keepdims=True)
 
 
-def _naive_softmax(scores: np.ndarray, guarded: bool) -> np.ndarray:
+def _naive_softmax(scores: np.ndarray, guarded: bool, keep: np.ndarray | None = None, how: str = "") -> np.ndarray:
     weights = np.exp(scores)  # no max subtraction: overflows on large logits
+    if keep is not None:  # the mask applied to the exponentials ("exp-mul" / "exp-where")
+        weights = weights * keep if how == "exp-mul" else np.where(keep, weights, 0.0)
     denom = weights.sum(axis=-1, keepdims=True)
     return weights / (np.where(denom > 0, denom, 1.0) if guarded else denom)
 
@@ -47,8 +50,9 @@ def attention(
     transpose: str = "last2",  # "T", "np.transpose": the 2-D spellings
     softmax: str = "safe",  # "textbook", "naive", "naive-guarded"
     axis: int = -1,
-    mask_mode: str = "fill",  # "flipped", "ignored", "added", "after", "add-big"
-    fill: float = -np.inf,
+    mask_mode: str = "fill",  # "flipped", "ignored", "added", "after", "add-big", "exp-mul", "exp-where"
+    fill: float | str = -np.inf,  # or "min" (finfo of the scores' dtype), "min32" (float32's)
+    softmax_dtype: str | None = None,  # "float32": the softmax computed in float32, cast back
     keep_dtype: bool = True,
     returns: str = "output",  # "weights", "both": (output, weights) as tutorials do
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -59,6 +63,7 @@ def attention(
         kt = {"last2": lambda: np.swapaxes(k, -1, -2), "T": lambda: k.T,
               "np.transpose": lambda: np.transpose(k)}[transpose]()
         scores = (q @ kt) * s
+        fill = {"min": np.finfo(scores.dtype).min, "min32": np.finfo(np.float32).min}.get(fill, fill)  # type: ignore[call-overload]
         if mask is not None:
             if mask_mode == "fill":
                 scores = np.where(mask, scores, fill)
@@ -67,13 +72,18 @@ def attention(
             elif mask_mode == "added":
                 scores = scores + mask
             elif mask_mode == "add-big":
-                scores = scores + (~mask) * -1e9
+                scores = scores + (~mask) * fill
+        out_dtype = scores.dtype
+        if softmax_dtype == "float32":
+            scores = scores.astype(np.float32)
         if softmax == "safe":
             weights = _safe_softmax(scores, axis)
         elif softmax == "textbook":
             weights = _textbook_softmax(scores, axis)
         else:
-            weights = _naive_softmax(scores, guarded=softmax == "naive-guarded")
+            keep = mask if mask is not None and mask_mode in ("exp-mul", "exp-where") else None
+            weights = _naive_softmax(scores, guarded=softmax == "naive-guarded", keep=keep, how=mask_mode)
+        weights = weights.astype(out_dtype, copy=False)
         if mask is not None and mask_mode == "after":
             weights = weights * mask
         out = weights @ v
@@ -94,13 +104,14 @@ MUTANTS = {
                        _m(default_scale=lambda d: math.sqrt(d), honour_scale=False)],
     "scale-argument-ignored": _m(honour_scale=False),
     "softmax-wrong-dim": [_m(axis=axis, softmax=kind) for axis in (-2, 1, 0) for kind in ("textbook", "safe")],
-    "unstable-softmax": [_m(softmax="naive"), _m(softmax="naive-guarded")],
+    "unstable-softmax": [_m(softmax=how, mask_mode=mode) for how in ("naive", "naive-guarded")
+                         for mode in ("fill", "exp-mul", "exp-where")],
     "mask-polarity-flipped": [_m(mask_mode="flipped"), _m(mask_mode="flipped", softmax="textbook")],
     "mask-ignored": _m(mask_mode="ignored"),
     "mask-added-as-float": [_m(mask_mode="added"), _m(mask_mode="added", softmax="textbook")],
     "mask-applied-after-softmax": _m(mask_mode="after", softmax="textbook"),
     "fully-masked-row-nan": _m(softmax="textbook"),
-    "fully-masked-row-uniform": [_m(fill=-1e9, softmax="textbook"), _m(mask_mode="add-big", softmax="textbook")],
+    "fully-masked-row-uniform": [_m(**knobs) for knobs in uniform_family("softmax", "textbook")],
     "transpose-2d-on-batched": [_m(transpose="T"), _m(transpose="np.transpose")],
     "returns-attention-weights": [_m(returns="weights"), _m(returns="weights", softmax="textbook"),
                                   _m(returns="both"), _m(returns="both", softmax="textbook")],

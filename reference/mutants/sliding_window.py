@@ -112,7 +112,7 @@ def probes() -> list[Probe]:
     big = tuple(randn(1, 1, big_L, 16, seed=s, dtype=torch.float32) for s in (350, 351, 352))
     return [
         Probe("window (3, 0), L=9, S=13", ENTRY, (*_qkv(301, 9, 13), (3, 0)), params=_params(9, 13, (3, 0)),
-              name_zh="窗口 (3, 0)，L=9, S=13"),
+              repeat=True, name_zh="窗口 (3, 0)，L=9, S=13"),
         Probe("window (1, 4), L=9, S=13", ENTRY, (*_qkv(304, 9, 13), (1, 4)), params=_params(9, 13, (1, 4)),
               name_zh="窗口 (1, 4)，L=9, S=13"),
         Probe("window (4, 1), L=11, S=11", ENTRY, (*_qkv(307, 11, 11), (4, 1)), params=_params(11, 11, (4, 1)),

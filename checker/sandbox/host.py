@@ -1,0 +1,452 @@
+"""The grading process's side of the sandbox: starts the zygote, asks it for candidate
+processes, kills them, and says which isolation is in force.
+
+One zygote per grading process (a batch worker has its own), started early and reused: every
+candidate is a fresh fork of it in namespaces of its own, so candidates never share anything
+with each other or with the zygote. Killing the launcher ends the zygote's pid namespace and
+with it every process a candidate ever started.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import glob
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnkata.checker.errors import KataError
+
+MODES = ("auto", "namespaces", "subprocess")
+ENV_MODE = "ATTNKATA_SANDBOX"
+READY_TIMEOUT = 120.0  # a cold torch import on a loaded 2-core machine can take tens of seconds
+
+_PACKAGE = Path(__file__).resolve().parent.parent.parent  # the installed `attnkata` folder
+# What the zygote needs of attnkata: the harness, nothing else (no references, no graders).
+_HARNESS_FILES = ("checker/child.py", "checker/wire.py", "checker/autograd.py",
+                  "checker/sandbox/zygote.py", "checker/sandbox/linux.py")
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+              "/etc/passwd", "/etc/group", "/etc/nsswitch.conf")
+_PREIMPORT = ("einops",)
+
+
+class SandboxUnavailable(KataError):
+    """No sandbox could be started at all (not even the fallback)."""
+
+    exit_code = 3
+
+
+@dataclass
+class Spawn:
+    token: int
+    sock: socket.socket
+    log_path: str
+
+
+@dataclass
+class _Cgroups:
+    """Memory and process-count limits for the zygote's whole tree, where cgroups are writable."""
+
+    dirs: list[str] = field(default_factory=list)
+    memory_file: str | None = None
+    usage_file: str | None = None
+
+    @classmethod
+    def create(cls, name: str, pids_max: int) -> _Cgroups:
+        cg = cls()
+        if os.geteuid() != 0:
+            return cg
+        v2 = "/sys/fs/cgroup/cgroup.controllers"
+        try:
+            if os.path.exists(v2):
+                d = f"/sys/fs/cgroup/attnkata-{name}"
+                os.mkdir(d)
+                cg.dirs.append(d)
+                Path(d, "pids.max").write_text(str(pids_max))
+                cg.memory_file, cg.usage_file = f"{d}/memory.max", f"{d}/memory.current"
+                return cg
+            for ctrl in ("memory", "pids"):
+                base = f"/sys/fs/cgroup/{ctrl}"
+                if not os.access(base, os.W_OK):
+                    continue
+                parent = f"{base}/attnkata"
+                os.makedirs(parent, exist_ok=True)
+                for stale in glob.glob(f"{parent}/*/"):
+                    if not _owner_alive(os.path.basename(stale.rstrip("/"))):
+                        with contextlib.suppress(OSError):
+                            os.rmdir(stale)  # left by a killed grader; one in use refuses
+                d = f"{parent}/{name}"
+                os.mkdir(d)
+                cg.dirs.append(d)
+                if ctrl == "pids":
+                    Path(d, "pids.max").write_text(str(pids_max))
+                else:
+                    cg.memory_file, cg.usage_file = f"{d}/memory.limit_in_bytes", f"{d}/memory.usage_in_bytes"
+        except OSError:
+            cg.remove()
+            return cls()
+        return cg
+
+    @property
+    def memory(self) -> bool:
+        return self.memory_file is not None
+
+    @property
+    def pids(self) -> bool:
+        return any(os.path.exists(f"{d}/pids.max") for d in self.dirs)
+
+    def add(self, pid: int) -> None:
+        try:
+            for d in self.dirs:
+                Path(d, "cgroup.procs").write_text(str(pid))
+        except OSError:  # the rlimits still hold; the isolation label says which applies
+            self.remove()
+            self.memory_file = self.usage_file = None
+
+    def limit_memory(self, extra_mb: int) -> None:
+        """The tree's limit: what the zygote already uses plus the candidate's allowance."""
+        if not self.memory_file or not self.usage_file:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            usage = int(Path(self.usage_file).read_text())
+            Path(self.memory_file).write_text(str(usage + ((extra_mb + 256) << 20)))
+
+    def remove(self) -> None:
+        for d in self.dirs:
+            for _ in range(20):
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.025)
+        self.dirs = []
+
+
+def _owner_alive(name: str) -> bool:
+    """Cgroups are named z<pid>-<n> / s<pid>-<n> after the grading process that made them."""
+    try:
+        os.kill(int(name[1:].split("-")[0]), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _harness() -> str:
+    """A world-readable copy of the harness modules as a tiny `attnkata` package."""
+    tmp = tempfile.mkdtemp(prefix="attnkata-sandbox-")
+    os.chmod(tmp, 0o755)
+    lib = Path(tmp, "lib")
+    for pkg in ("attnkata", "attnkata/checker", "attnkata/checker/sandbox"):
+        (lib / pkg).mkdir(parents=True)
+        (lib / pkg / "__init__.py").write_text("")
+    for rel in _HARNESS_FILES:
+        shutil.copyfile(_PACKAGE / rel, lib / "attnkata" / rel)
+    for dirpath, dirnames, filenames in os.walk(tmp):
+        for name in dirnames:
+            os.chmod(os.path.join(dirpath, name), 0o755)
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+    Path(tmp, "root").mkdir(mode=0o755)
+    return tmp
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _config(mode: str, harness: str) -> dict[str, Any]:
+    package = str(_PACKAGE)
+    tmp = os.path.realpath(tempfile.gettempdir())
+    # Library paths only: not the attnkata tree (its references), not a temp dir or the root.
+    pythonpath = [p for p in sys.path if p and os.path.isdir(p)
+                  and not _inside(os.path.realpath(p), package) and not _inside(package, os.path.realpath(p))
+                  and not _inside(os.path.realpath(p), tmp) and os.path.realpath(p) != "/"]
+    symlinks, binds = {}, []
+    for d in _SYSTEM_DIRS:
+        if os.path.islink(d):
+            symlinks[d.lstrip("/")] = os.readlink(d)
+        elif os.path.isdir(d):
+            binds.append(d)
+    wanted = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, *pythonpath)]
+    for p in sorted(set(wanted), key=len):
+        if not any(_inside(p, b) for b in binds) and os.path.isdir(p):
+            binds.append(p)
+    binds += [f for f in _ETC_FILES if os.path.exists(f)]
+    binds += [d for d in ("/sys/devices/system/cpu", "/sys/devices/system/node") if os.path.isdir(d)]
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return {
+        "mode": mode, "parent": os.getpid(), "uid": os.geteuid(), "drop_root": _drop_root(mode, pythonpath), "harness": f"{harness}/lib",
+        "mountpoint": f"{harness}/root", "binds": binds, "symlinks": symlinks,
+        # An installed (not editable) attnkata under site-packages holds the references.
+        "hide": [package] if any(_inside(package, b) for b in binds) else [],
+        "devices": sorted(glob.glob("/dev/nvidia*")), "pythonpath": pythonpath, "env": env,
+        "preimport": list(_PREIMPORT),
+    }
+
+
+def _world_traversable(path: str) -> bool:
+    p = Path(path).resolve()
+    return all(q.stat().st_mode & 0o001 for q in (p, *p.parents))
+
+
+def _drop_root(mode: str, pythonpath: list[str]) -> bool:
+    """As root the candidate runs as an unprivileged uid. With namespaces the libraries are
+    bound into the sandbox's own root, so that always works; the fallback sees the host's file
+    system, where an unprivileged uid cannot import from e.g. /root/.pyenv (mode 700)."""
+    if os.geteuid() != 0:
+        return False
+    return mode == "namespaces" or all(_world_traversable(p) for p in pythonpath)
+
+
+def requested_mode() -> str:
+    mode = os.environ.get(ENV_MODE, "auto").strip().lower() or "auto"
+    if mode not in MODES:
+        raise KataError(f"{ENV_MODE}={mode!r}: expected one of {', '.join(MODES)}")
+    return mode
+
+
+class Zygote:
+    """One running zygote. `spawn` a candidate, `kill` it, `close` the whole sandbox."""
+
+    def __init__(self, mode: str, note: str = "") -> None:
+        self.mode = mode
+        self.note = note
+        self.owner = os.getpid()
+        self.harness = _harness()
+        self.cgroups = _Cgroups.create(f"z{os.getpid()}-{id(self):x}", pids_max=256) if mode == "namespaces" \
+            else _Cgroups.create(f"s{os.getpid()}-{id(self):x}", pids_max=256)
+        config = _config(mode, self.harness)
+        self.drop_root = config["drop_root"]
+        self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.log = tempfile.NamedTemporaryFile(prefix="attnkata-zygote-", suffix=".log", delete=False)  # noqa: SIM115
+        lib = f"{self.harness}/lib"
+        boot = f"import sys; sys.path.insert(0, {lib!r}); from attnkata.checker.sandbox import zygote; zygote.main()"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", boot, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+            start_new_session=True, env=config["env"], cwd="/",
+        )
+        theirs.close()
+        self.cgroups.add(self.proc.pid)  # before it does anything: the whole tree is inside
+        self.ctl.send(json.dumps(config).encode())
+        self.ready = False
+        self.failed: str | None = None
+        self.next_token = 0
+        self.spawned: dict[int, bool] = {}
+        self.exits: dict[int, int] = {}
+
+    # -- state ----------------------------------------------------------------------------------
+    @property
+    def isolation(self) -> dict[str, Any]:
+        """What protects the grader, for results and reports."""
+        ns = self.mode == "namespaces"
+        uid = ("unprivileged (65534)" if self.drop_root else "root (the Python installation is not readable by "
+               "an unprivileged user)") if os.geteuid() == 0 else "yours, no capabilities" if ns else "yours"
+        return {
+            "backend": self.mode,
+            "namespaces": ["user", "pid", "mount", "net", "ipc", "uts"] if ns else [],
+            "filesystem": "private read-only root, scratch tmpfs" if ns else "host filesystem, temp scratch dir",
+            "uid": uid,
+            "memory": "cgroup + RLIMIT_AS" if self.cgroups.memory else "RLIMIT_AS per process",
+            "processes": "cgroup pids" if self.cgroups.pids else "RLIMIT_NPROC" if ns or self.drop_root else "none",
+            "note": self.note,
+        }
+
+    def alive(self) -> bool:
+        return self.failed is None and self.proc.poll() is None
+
+    def _pump(self, timeout: float) -> None:
+        """Read control messages for up to `timeout` seconds (returns after the first batch)."""
+        ready, _, _ = select.select([self.ctl], [], [], max(timeout, 0))
+        while ready:
+            try:
+                data = self.ctl.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                self.failed = self.failed or f"the sandbox ended ({self._log_tail()})"
+                return
+            msg = json.loads(data)
+            op = msg.get("op")
+            if op == "ready":
+                self.ready = True
+            elif op == "failed":
+                self.failed = str(msg.get("error"))
+            elif op == "spawned":
+                self.spawned[msg["token"]] = bool(msg.get("ok"))
+            elif op == "exit":
+                self.exits[msg["token"]] = int(msg["status"])
+            ready, _, _ = select.select([self.ctl], [], [], 0)
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        end = time.monotonic() + timeout
+        while not self.ready and self.failed is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                self.failed = f"the sandbox did not start within {timeout:.0f} s"
+                break
+            self._pump(min(left, 0.5))
+            if not self.ready and self.proc.poll() is not None and self.failed is None:
+                self._pump(0.05)
+                self.failed = self.failed or f"the sandbox exited ({self._log_tail()})"
+        if self.failed is not None:
+            self.close()
+            raise SandboxUnavailable(f"the {self.mode} sandbox could not start: {self.failed}")
+
+    def _log_tail(self) -> str:
+        try:
+            return Path(self.log.name).read_text(errors="replace")[-400:].strip() or "no output"
+        except OSError:
+            return "no output"
+
+    # -- candidates -------------------------------------------------------------------------------
+    def spawn(self, source: str, name: str, limits: dict[str, Any]) -> Spawn:
+        from attnkata.checker import wire
+
+        self.wait_ready()
+        self.cgroups.limit_memory(int(limits.get("memory_mb", 0)))
+        self.next_token += 1
+        token = self.next_token
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd, log_path = tempfile.mkstemp(prefix="attnkata-child-", suffix=".log")
+        try:
+            socket.send_fds(self.ctl, [json.dumps({"op": "spawn", "token": token}).encode()], [theirs.fileno(), fd])
+        except OSError as exc:
+            self.failed = f"the sandbox stopped answering ({exc})"
+            raise SandboxUnavailable(self.failed) from None
+        finally:
+            theirs.close()
+            os.close(fd)
+        wire.send(mine, {"name": name, "source": source, "limits": limits})
+        end = time.monotonic() + 30
+        while token not in self.spawned and self.failed is None and time.monotonic() < end:
+            self._pump(0.5)
+        if not self.spawned.get(token):
+            mine.close()
+            raise SandboxUnavailable(f"the sandbox could not start a process for {name}: {self.failed or 'no answer'}")
+        return Spawn(token, mine, log_path)
+
+    def exit_status(self, token: int, wait: float = 0.0) -> int | None:
+        end = time.monotonic() + wait
+        while token not in self.exits and self.alive():
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            self._pump(min(left, 0.1))
+        return self.exits.pop(token, None)
+
+    def kill(self, token: int, wait: float = 2.0) -> int | None:
+        """Kill a candidate's whole tree; its wait status, or None if the zygote had to go."""
+        if token in self.exits:
+            return self.exits.pop(token)
+        if self.alive():
+            with contextlib.suppress(OSError):
+                self.ctl.send(json.dumps({"op": "kill", "token": token}).encode())
+            status = self.exit_status(token, wait)
+            if status is not None:
+                return status
+        self.close()  # a zygote that cannot kill on demand is not trusted with another candidate
+        return None
+
+    def close(self) -> None:
+        if self.owner != os.getpid():
+            return  # a forked copy: the parent's zygote is the parent's to close
+        with contextlib.suppress(OSError):
+            self.ctl.close()
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+        self.failed = self.failed or "closed"
+        self.cgroups.remove()
+        shutil.rmtree(self.harness, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.log.close()
+            os.unlink(self.log.name)
+
+
+# -- the process's zygote ---------------------------------------------------------------------------
+_current: Zygote | None = None
+_fallback_note = ""
+
+
+def _namespaces_possible() -> str:
+    if not sys.platform.startswith("linux"):
+        return f"Linux namespaces are not available on {sys.platform}"
+    if not os.path.exists("/proc/self/ns/user"):
+        return "this kernel has no user namespaces"
+    return ""
+
+
+def zygote(start_only: bool = False) -> Zygote:
+    """This process's running zygote, started on first use (or after the last one died)."""
+    global _current, _fallback_note
+    if _current is not None and _current.owner == os.getpid() and _current.alive():
+        if not start_only:
+            try:
+                _current.wait_ready()
+            except SandboxUnavailable as exc:
+                if _current.mode != "namespaces" or requested_mode() != "auto":
+                    _current = None
+                    raise
+                _current, _fallback_note = None, f"namespaces unavailable: {exc}"
+                return zygote()
+        return _current
+    mode = requested_mode()
+    if mode == "auto":
+        why = _fallback_note or _namespaces_possible()
+        if not why:
+            z = Zygote("namespaces")
+            if start_only:
+                _current = z
+                return z
+            try:
+                z.wait_ready()
+                _current = z
+                return z
+            except SandboxUnavailable as exc:
+                _fallback_note = f"namespaces unavailable: {exc}"
+        _current = Zygote("subprocess", note=_fallback_note or f"namespaces unavailable: {why}")
+    else:
+        note = f"forced by {ENV_MODE}={mode}" if mode == "subprocess" else ""
+        _current = Zygote(mode, note=note)
+    if not start_only:
+        _current.wait_ready()
+    return _current
+
+
+def prestart() -> None:
+    """Start the zygote now, without waiting for it: `kata check` overlaps its torch import
+    with the grading process's own."""
+    with contextlib.suppress(KataError, OSError):
+        zygote(start_only=True)
+
+
+def shutdown() -> None:
+    global _current
+    if _current is not None:
+        _current.close()
+        _current = None
+
+
+atexit.register(shutdown)

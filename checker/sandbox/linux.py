@@ -1,0 +1,150 @@
+"""Linux primitives the sandbox needs, through ctypes (Python 3.11 has no os.unshare, mount,
+pivot_root or capset). Runs in the zygote and its children only; stdlib only."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import resource
+import signal
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+MNT_DETACH = 2
+
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+
+_SYSCALLS = {  # (pivot_root, capset, mount_setattr)
+    "x86_64": (155, 126, 442),
+    "aarch64": (41, 91, 442),
+}
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class SandboxError(OSError):
+    pass
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise SandboxError(err, f"{what}: {os.strerror(err)}")
+
+
+def _nr(index: int) -> int:
+    try:
+        return _SYSCALLS[platform.machine()][index]
+    except KeyError:
+        raise SandboxError(0, f"no syscall table for {platform.machine()}") from None
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:
+    enc = [None if s is None else s.encode() for s in (source, target, fstype, data)]
+    _check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
+
+
+def umount(target: str, flags: int = MNT_DETACH) -> None:
+    _check(_libc.umount2(target.encode(), ctypes.c_int(flags)), f"umount {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    _check(_libc.syscall(_nr(0), new_root.encode(), put_old.encode()), "pivot_root")
+
+
+def prctl(option: int, arg: int = 0, arg3: int = 0) -> None:
+    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(arg3),
+                       ctypes.c_ulong(0), ctypes.c_ulong(0)), f"prctl {option}")
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    prctl(PR_SET_PDEATHSIG, sig)
+
+
+# Per-mount flags that a user namespace may not clear on a bind mount it did not create:
+# a read-only remount must repeat them (statvfs bit -> mount bit).
+_LOCKED = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+           (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME))
+
+
+def bind_readonly(source: str, target: str) -> None:
+    """Bind `source` at `target` (with its submounts), then make the whole tree read-only."""
+    mount(source, target, None, MS_BIND | MS_REC)
+    kept = 0
+    f_flag = os.statvfs(target).f_flag
+    for st_bit, ms_bit in _LOCKED:
+        if f_flag & st_bit:
+            kept |= ms_bit
+    mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | kept)
+    _readonly_submounts(target)
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _readonly_submounts(target: str) -> None:
+    """mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY): submounts too (Linux >= 5.12). Older
+    kernels keep the top mount read-only only; said in the README's threat model."""
+    attr = _MountAttr(attr_set=0x1)  # MOUNT_ATTR_RDONLY
+    at_fdcwd, at_recursive = -100, 0x8000
+    _libc.syscall(_nr(2), ctypes.c_int(at_fdcwd), target.encode(), ctypes.c_uint(at_recursive),
+                  ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> None:
+    """Empty the bounding set (so no later execve can grant any), the ambient set, then the
+    effective/permitted/inheritable sets of this process."""
+    for cap in range(64):
+        try:
+            prctl(PR_CAPBSET_DROP, cap)
+        except SandboxError:
+            break  # past the last capability this kernel knows
+    try:
+        prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    except SandboxError:
+        pass
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    _check(_libc.syscall(_nr(1), ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def no_new_privs() -> None:
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def set_limit(which: int, value: int) -> None:
+    try:
+        resource.setrlimit(which, (value, value))
+    except (ValueError, OSError):
+        soft, hard = resource.getrlimit(which)
+        if hard == resource.RLIM_INFINITY or value < hard:
+            resource.setrlimit(which, (value, hard if hard != resource.RLIM_INFINITY else value))
+
+
+def write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
