@@ -97,7 +97,6 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "fail_no_grads": ("no gradients: {detail}", "没有梯度：{detail}"),
     "fail_too_large": ("your process sent back {detail} while {doing}; it was stopped",
                        "{doing}你的进程传回了 {detail}，已被终止"),
-    "fail_sandbox": ("the sandbox could not run your code: {detail}", "沙箱无法运行你的代码：{detail}"),
 }
 
 

@@ -36,7 +36,7 @@ class Limits:
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT
     memory_mb: int = DEFAULT_MEMORY_MB
-    reply_mb: int = 256  # the largest reply read back; a larger one is a failure
+    reply_mb: int = 64  # the largest reply read back (graders need ~1 MiB); a larger one is a failure
     file_mb: int = 16  # the largest file (its log included) the candidate may write
     processes: int = 64  # processes and threads of the candidate's whole tree
 
@@ -170,16 +170,13 @@ class Candidate:
 
         self._drop_log()
         if self.source is None:
-            self.source = read_source(self.path)
+            self.source = self.path.read_text(encoding="utf-8-sig")
         self.generation += 1
-        try:
-            self._zygote = host.zygote()
-            self.isolation = self._zygote.isolation
-            self._spawn = self._zygote.spawn(self.source, self.path.name, self.limits.for_sandbox())
-        except host.SandboxUnavailable as exc:
-            self._spawn = None
-            self.load_error = CandidateCrashed(phrase("fail_sandbox", detail=str(exc)))
-            return
+        # SandboxUnavailable (a KataError: exit 3) propagates: no sandbox is not the
+        # candidate's fault, and grading without one is not an option.
+        self._zygote = host.zygote()
+        self.isolation = self._zygote.isolation
+        self._spawn = self._zygote.spawn(self.source, self.path.name, self.limits.for_sandbox())
         self._log_path = self._spawn.log_path
         try:
             reply = self._receive(self.limits.call_timeout, phrase("doing_load"))
@@ -360,11 +357,6 @@ class Candidate:
             value=reply["value"], grads=grads, warnings=reply.get("warnings", []),
             trace=trace, mutated=_mutated(req, reply.get("inputs_after")), seconds=reply.get("seconds", 0.0),
         )
-
-
-def read_source(path: Path) -> str:
-    """A candidate's file as text (a UTF-8 byte-order mark is fine)."""
-    return Path(path).read_text(encoding="utf-8-sig")
 
 
 def _mutated(req: dict[str, Any], after: Any) -> list[str]:

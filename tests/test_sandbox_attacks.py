@@ -101,28 +101,34 @@ def bait(tmp_path: Path):
 ALL = sorted(p.name for p in ATTACKS.glob("*.py"))
 # Beaten by the static policy, not at run time (see test_policy_stops_what_runtime_cannot).
 POLICY_ONLY = {"pop_modes.py"}
+# What the portable fallback also contains. It does not hide the file system (exec_reference,
+# read_others), lets a daemon leave its session, and for a non-root user neither bounds the
+# number of processes nor stops kill(-1) from reaching the user's own processes: those
+# attacks are never run against it here (README: threat model).
+FALLBACK_SAFE = {"close_channel.py", "half_frame.py", "huge_frame.py", "print_flood.py", "tiny_view.py",
+                 "forge_fds.py", "hide_mutation.py", "aten_composite.py", "rewrite_own_file.py",
+                 "forge_stdout.py", "gc_frames.py"}
+GRADER_GROWTH_LIMIT = 300 << 20  # bytes of RSS the grading process may gain from one attack
 
 
-@pytest.mark.parametrize("name", [n for n in ALL if n not in POLICY_ONLY])
-def test_attack_is_contained(name: str, bait: Path) -> None:
-    q, k, v = _inputs()
-    t0 = time.monotonic()
-    verdict = "pass"
-    with Candidate(ATTACKS / name, LIMITS) as c:
-        try:
-            out = c.call(FN, (q, k, v))
-            ok = isinstance(out.value, torch.Tensor) and out.value.shape == q.shape \
-                and torch.allclose(out.value, _expected(q, k, v)) and not out.mutated
-            verdict = "pass" if ok else "fail"
-        except CandidateFailure as exc:
-            verdict = exc.status
-        elapsed = time.monotonic() - t0
-    assert verdict != "pass", name
-    assert elapsed < LIMITS.call_timeout + 2 + 1.5, (name, elapsed)  # + spawn and load
-    time.sleep(0.2)
-    assert _leftovers() == [], name
-    assert _marked() == [], name
-    assert (ATTACKS / name).read_text().startswith("#"), "the graded file itself is untouched"
+@pytest.fixture(scope="module", autouse=True)
+def fresh_sandbox():
+    """This module switches sandboxes: leave none of its zygotes to the next module."""
+    host.shutdown()
+    yield
+    host.shutdown()
+
+
+def _use(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(host.ENV_MODE, "auto" if backend == "namespaces" else "subprocess")
+    if host._current is not None and host._current.alive() and host._current.mode != backend:
+        host.shutdown()
+    if backend == "namespaces" and host.zygote().mode != "namespaces":
+        pytest.skip("no user namespaces on this machine")
+
+
+def _rss() -> int:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def test_hidden_mutation_is_seen_by_the_grader() -> None:
@@ -208,3 +214,76 @@ def test_forced_fallback_still_grades_and_says_so(tmp_path: Path) -> None:
         data = json.loads(proc.stdout)
         assert data["isolation"]["backend"] == "subprocess"
         assert "ATTNKATA_SANDBOX" in data["isolation"]["note"]
+
+
+@pytest.mark.slow
+def test_attackers_in_a_batch_change_no_other_grade_or_file(tmp_path: Path) -> None:
+    """With the static policy relaxed to a warning, only the sandbox stands between the
+    attackers and their classmates: every honest student still passes, with their file intact,
+    and the journal has exactly one line per submission."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from attnkata.checker.sets.grade import JOURNAL, GradeOptions, grade_set
+    from attnkata.checker.sets.manifest import MANIFEST_PATH
+    from attnkata.cli.app import app
+
+    bundle = tmp_path / "set"
+    res = CliRunner().invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0"])
+    assert res.exit_code == 0, res.output
+    manifest = bundle / MANIFEST_PATH
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["grading"]["policy"] = "warn"
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    subs = tmp_path / "subs"
+    attackers = {"mallory": "read_others.py", "eve": "forge_fds.py", "trent": "kill_everything.py",
+                 "oscar": "daemon.py", "peggy": "forge_stdout.py"}
+    honest = ("alice", "bob", "carol")
+    for student in honest:
+        (subs / student).mkdir(parents=True)
+        shutil.copy(REFERENCE, subs / student / "sdpa.py")
+    for student, attack in attackers.items():
+        (subs / student).mkdir(parents=True)
+        shutil.copy(ATTACKS / attack, subs / student / "sdpa.py")
+    before = {s: (subs / s / "sdpa.py").read_bytes() for s in (*honest, *attackers)}
+    out = tmp_path / "out"
+    results = grade_set(bundle, subs, GradeOptions(jobs=2, timeout=8, call_timeout=2, out=out))
+    for student in honest:
+        assert results.entry(student, "sdpa").status == "pass", student
+    for student in attackers:
+        assert results.entry(student, "sdpa").status != "pass", student
+    assert {s: (subs / s / "sdpa.py").read_bytes() for s in before} == before
+    lines = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines() if line.strip()]
+    assert sorted(r["student"] for r in lines) == sorted((*honest, *attackers))
+    time.sleep(0.2)
+    assert _marked() == []
+
+
+# Last in the module: the fallback's zygote must not serve the tests above.
+@pytest.mark.parametrize("name", [n for n in ALL if n not in POLICY_ONLY])
+@pytest.mark.parametrize("backend", ["namespaces", "subprocess"])
+def test_attack_is_contained(backend: str, name: str, bait: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if backend == "subprocess" and name not in FALLBACK_SAFE:
+        pytest.skip("not contained by the fallback (README: threat model)")
+    _use(backend, monkeypatch)
+    rss = _rss()
+    q, k, v = _inputs()
+    t0 = time.monotonic()
+    verdict = "pass"
+    with Candidate(ATTACKS / name, LIMITS) as c:
+        try:
+            out = c.call(FN, (q, k, v))
+            ok = isinstance(out.value, torch.Tensor) and out.value.shape == q.shape \
+                and torch.allclose(out.value, _expected(q, k, v)) and not out.mutated
+            verdict = "pass" if ok else "fail"
+        except CandidateFailure as exc:
+            verdict = exc.status
+        elapsed = time.monotonic() - t0
+    assert verdict != "pass", name
+    assert elapsed < LIMITS.call_timeout + 2 + 1.5, (name, elapsed)  # + spawn and load
+    time.sleep(0.2)
+    assert _leftovers() == [], name
+    assert _marked() == [], name
+    assert (ATTACKS / name).read_text().startswith("#"), "the graded file itself is untouched"
+    assert _rss() - rss < GRADER_GROWTH_LIMIT, name

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from attnkata.checker.store import History, connect
 
 
@@ -69,3 +71,18 @@ def test_a_killed_writer_leaves_a_readable_database(tmp_path):
     with History(db) as h:  # and it is still writable
         h.record_event("sdpa", "start")
         assert h.events("sdpa", "start")
+
+
+@pytest.mark.slow
+def test_eight_concurrent_kata_checks_never_fail_on_the_database(tmp_path):
+    """Each check starts its own sandbox; all of them record into one history."""
+    env = {**os.environ, "KATA_HOME": str(tmp_path)}
+    reference = Path(__file__).resolve().parent.parent / "reference" / "sdpa.py"
+    procs = [subprocess.Popen([sys.executable, "-m", "attnkata", "check", "sdpa", str(reference), "--json"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    with History(tmp_path / "history.sqlite3") as h:
+        assert [a["status"] for a in h.attempts(limit=100)] == ["pass"] * 8

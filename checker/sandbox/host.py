@@ -38,7 +38,11 @@ _HARNESS_FILES = ("checker/child.py", "checker/wire.py", "checker/autograd.py",
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
               "/etc/passwd", "/etc/group", "/etc/nsswitch.conf")
-_PREIMPORT = ("einops",)
+# Imported by the zygote so that candidates find them loaded: what the static policy allows
+# (a fallback running as an unprivileged uid may not be able to read the library folders).
+_PREIMPORT = ("einops", "math", "cmath", "functools", "itertools", "dataclasses", "collections", "typing",
+              "typing_extensions", "enum", "abc", "numbers", "warnings", "copy", "random", "numpy.random",
+              "numpy.linalg", "torch.nn.attention.flex_attention", "importlib.util", "traceback")
 
 
 class SandboxUnavailable(KataError):
@@ -194,7 +198,7 @@ def _config(mode: str, harness: str) -> dict[str, Any]:
         if name in os.environ:
             env[name] = os.environ[name]
     return {
-        "mode": mode, "parent": os.getpid(), "uid": os.geteuid(), "drop_root": _drop_root(mode, pythonpath), "harness": f"{harness}/lib",
+        "mode": mode, "parent": os.getpid(), "uid": os.geteuid(), "drop_root": _drop_root(mode), "harness": f"{harness}/lib",
         "mountpoint": f"{harness}/root", "binds": binds, "symlinks": symlinks,
         # An installed (not editable) attnkata under site-packages holds the references.
         "hide": [package] if any(_inside(package, b) for b in binds) else [],
@@ -203,18 +207,13 @@ def _config(mode: str, harness: str) -> dict[str, Any]:
     }
 
 
-def _world_traversable(path: str) -> bool:
-    p = Path(path).resolve()
-    return all(q.stat().st_mode & 0o001 for q in (p, *p.parents))
-
-
-def _drop_root(mode: str, pythonpath: list[str]) -> bool:
-    """As root the candidate runs as an unprivileged uid. With namespaces the libraries are
-    bound into the sandbox's own root, so that always works; the fallback sees the host's file
-    system, where an unprivileged uid cannot import from e.g. /root/.pyenv (mode 700)."""
-    if os.geteuid() != 0:
-        return False
-    return mode == "namespaces" or all(_world_traversable(p) for p in pythonpath)
+def _drop_root(mode: str) -> bool:
+    """As root the candidate always runs as an unprivileged uid: as root, kill(-1) alone would
+    reach every process on the machine. With namespaces the libraries are bound into the
+    sandbox's own root; the fallback sees the host's file system, where an unprivileged uid may
+    not be able to import what the zygote did not import already (e.g. from /root/.pyenv,
+    mode 700): such an import fails in the candidate's code, never as root."""
+    return os.geteuid() == 0
 
 
 def requested_mode() -> str:
@@ -259,8 +258,7 @@ class Zygote:
     def isolation(self) -> dict[str, Any]:
         """What protects the grader, for results and reports."""
         ns = self.mode == "namespaces"
-        uid = ("unprivileged (65534)" if self.drop_root else "root (the Python installation is not readable by "
-               "an unprivileged user)") if os.geteuid() == 0 else "yours, no capabilities" if ns else "yours"
+        uid = "unprivileged (65534)" if self.drop_root else "yours, no capabilities" if ns else "yours"
         return {
             "backend": self.mode,
             "namespaces": ["user", "pid", "mount", "net", "ipc", "uts"] if ns else [],

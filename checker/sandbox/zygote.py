@@ -21,6 +21,7 @@ with P2's status; when P2 dies, its whole namespace dies with it.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -163,9 +164,9 @@ def _preload(config: dict[str, Any]) -> None:
     import torch  # noqa: F401
 
     from attnkata.checker import child  # noqa: F401  (imports wire, autograd)
-    for name in config["preimport"]:  # libraries candidates may import (einops)
+    for name in config["preimport"]:
         try:
-            __import__(name)
+            importlib.import_module(name)
         except Exception:  # noqa: BLE001 - optional
             pass
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 import json
+import os
 import re
 import statistics
 from pathlib import Path
@@ -137,6 +139,18 @@ def distribution(cr: ClassResults, bins: int = 10) -> list[int]:
     return counts
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file and rename: a killed run leaves the old file or the new
+    one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with tmp.open("w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 # -- CSV -----------------------------------------------------------------------------------
 def _cell(text: str) -> str:
     # A spreadsheet runs a cell starting with = + - @ as a formula: student-chosen folder
@@ -146,15 +160,15 @@ def _cell(text: str) -> str:
 
 def write_csv(cr: ClassResults, path: Path) -> Path:
     ids = cr.manifest.kata_ids
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["student", *ids, "total", "max", "percent", *[f"{k} status" for k in ids], "late", "missing"])
-        for s in cr.students:
-            es = [cr.entry(s, k) for k in ids]
-            w.writerow([_cell(s), *[f"{e.score:g}" for e in es], f"{cr.total(s):g}", f"{cr.manifest.max_points:g}",
-                        f"{percent(cr, s):g}", *[e.status for e in es],
-                        " ".join(e.kata for e in es if e.late), " ".join(e.kata for e in es if e.status == MISSING)])
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(["student", *ids, "total", "max", "percent", *[f"{k} status" for k in ids], "late", "missing"])
+    for s in cr.students:
+        es = [cr.entry(s, k) for k in ids]
+        w.writerow([_cell(s), *[f"{e.score:g}" for e in es], f"{cr.total(s):g}", f"{cr.manifest.max_points:g}",
+                    f"{percent(cr, s):g}", *[e.status for e in es],
+                    " ".join(e.kata for e in es if e.late), " ".join(e.kata for e in es if e.status == MISSING)])
+    write_atomic(path, f.getvalue())
     return path
 
 
@@ -181,7 +195,7 @@ def to_json(cr: ClassResults) -> dict[str, Any]:
 
 def write_json(cr: ClassResults, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_json(cr), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(to_json(cr), ensure_ascii=False, indent=1) + "\n")
     return path
 
 
@@ -296,7 +310,7 @@ def write_feedback(cr: ClassResults, folder: Path) -> list[Path]:
             name += "_"
         used.add(name)
         p = folder / f"{name}.md"
-        p.write_text(feedback_markdown(cr, s), encoding="utf-8")
+        write_atomic(p, feedback_markdown(cr, s))
         written.append(p)
     return written
 
@@ -430,7 +444,7 @@ def render_html(cr: ClassResults) -> str:
 
 def write_html(cr: ClassResults, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(cr), encoding="utf-8")
+    write_atomic(path, render_html(cr))
     return path
 
 
