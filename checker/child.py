@@ -162,7 +162,7 @@ class _BlockTrainer(importlib.abc.MetaPathFinder):
 # dispatch mode sees them, so the packets themselves are replaced (the static policy also
 # flags any use of torch.ops; this is the run-time second line).
 _BANNED_ATEN = (
-    "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+    "_scaled_dot_product_attention_math",
     "_scaled_dot_product_attention_math_for_mps", "_scaled_dot_product_flash_attention",
     "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
     "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
@@ -170,11 +170,21 @@ _BANNED_ATEN = (
 )
 
 
-def _tripwire(name: str) -> Any:
-    def banned(*args: Any, **kwargs: Any) -> Any:
-        raise BannedCall(name)
+class _Tripwire:
+    """Stands in for a banned function or op packet; `.default` and other overloads too."""
 
-    return banned
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise BannedCall(self._name)
+
+    def __getattr__(self, attr: str) -> _Tripwire:
+        return self
+
+
+def _tripwire(name: str) -> _Tripwire:
+    return _Tripwire(name)
 
 
 def _install_tripwires() -> None:

@@ -95,6 +95,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "fail_unexpected": ("your process sent back something unexpected while {doing}",
                         "{doing}你的进程传回了意料之外的数据"),
     "fail_no_grads": ("no gradients: {detail}", "没有梯度：{detail}"),
+    "fail_after_timeout": ("not run: `{name}` already ran into the time limit in an earlier test (an infinite loop?)",
+                           "未运行：`{name}` 在之前的测试中已经超时（死循环？）"),
     "fail_too_large": ("your process sent back {detail} while {doing}; it was stopped",
                        "{doing}你的进程传回了 {detail}，已被终止"),
 }

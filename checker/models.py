@@ -70,6 +70,7 @@ class Result:
     lang: str = "en"
     # How the candidate's code was isolated (checker/sandbox/host.py `Zygote.isolation`).
     isolation: dict[str, Any] = field(default_factory=dict)
+    limits: dict[str, Any] = field(default_factory=dict)  # call_timeout, total_timeout, memory_mb
     version: int = RESULT_VERSION
 
     @property

@@ -109,6 +109,7 @@ class RemoteModule:
     handle: int
     generation: int
     structure: dict[str, Any]
+    name: str = ""  # the candidate's class
 
     @property
     def params(self) -> dict[str, tuple[int, ...]]:
@@ -158,6 +159,9 @@ class Candidate:
         self.names: dict[str, str] = {}
         self.load_banned: list[str] = []
         self.isolation: dict[str, Any] = {}
+        # Entry points that already ran into the per-call limit: later calls of the same code
+        # are reported as not run at once, instead of each waiting out the limit again.
+        self.timed_out: set[str] = set()
         self._zygote: Any = None
         self._spawn: Any = None
         self._log_path: str | None = None
@@ -242,7 +246,7 @@ class Candidate:
         self._require(name)
         reply = self._request({"op": "new", "name": name, "args": tuple(args), "kwargs": kwargs or {}},
                               phrase("doing_new", name=name))
-        return RemoteModule(self, reply["handle"], self.generation, reply["structure"])
+        return RemoteModule(self, reply["handle"], self.generation, reply["structure"], name)
 
     def _require(self, name: str) -> None:
         self.ensure_started()
@@ -253,9 +257,12 @@ class Candidate:
     def _module_request(self, module: RemoteModule, req: dict[str, Any]) -> dict[str, Any]:
         if module.generation != self.generation or self._spawn is None:
             raise CandidateCrashed(phrase("fail_module_lost"))
-        return self._request({**req, "handle": module.handle}, phrase("doing_module"))
+        return self._request({**req, "handle": module.handle}, phrase("doing_module"), target=module.name)
 
-    def _request(self, req: dict[str, Any], doing: Phrase) -> dict[str, Any]:
+    def _request(self, req: dict[str, Any], doing: Phrase, target: str | None = None) -> dict[str, Any]:
+        target = target or req.get("name")
+        if target in self.timed_out:
+            raise CandidateTimeout(phrase("fail_after_timeout", name=target))
         self.ensure_started()  # (re)starts a process stopped by an earlier failure
         remaining = self.limits.total_timeout - self.used
         if remaining <= 0:
@@ -264,7 +271,12 @@ class Candidate:
             wire.send(self._spawn.sock, req)
         except OSError:
             raise self._crashed(doing) from None
-        reply = self._receive(min(self.limits.call_timeout, remaining), doing)
+        try:
+            reply = self._receive(min(self.limits.call_timeout, remaining), doing)
+        except CandidateTimeout:
+            if target:
+                self.timed_out.add(target)
+            raise
         if not reply.get("ok"):
             raise self._failure(reply, doing)
         return reply

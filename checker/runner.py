@@ -141,6 +141,8 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     with Candidate(path, limits, source=source) as candidate:
         candidate.start()
         result.isolation = candidate.isolation
+        result.limits = {"call_timeout": limits.call_timeout, "total_timeout": limits.total_timeout,
+                         "memory_mb": limits.memory_mb}
         t_load = time.perf_counter()
         if candidate.load_error is not None:
             d = failure_diagnostic(candidate.load_error, lines, lang)

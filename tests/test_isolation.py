@@ -70,12 +70,25 @@ def test_huge_allocation_hits_the_memory_limit():
         call_hostile("huge_alloc.py", Limits(call_timeout=10, total_timeout=20))
 
 
+def test_code_that_timed_out_is_not_run_again():
+    with Candidate(HOSTILE / "loop.py", Limits(call_timeout=1.0, total_timeout=30)) as c:
+        with pytest.raises(CandidateTimeout, match="timed out after 1 s"):
+            c.call(FN, QKV)
+        t0 = time.monotonic()
+        for _ in range(3):  # every later test that needs the same function: at once
+            with pytest.raises(CandidateTimeout, match="not run: `scaled_dot_product_attention` already ran"):
+                c.call(FN, QKV)
+        assert time.monotonic() - t0 < 0.5
+
+
 def test_total_time_limit_stops_later_calls():
     with Candidate(HOSTILE / "loop.py", Limits(call_timeout=1.0, total_timeout=1.5)) as c:
         with pytest.raises(CandidateTimeout):
             c.call(FN, QKV)
+        c.timed_out.clear()  # as if a second entry point were called
         with pytest.raises(CandidateTimeout, match="total time limit"):
             c.call(FN, QKV)
+        c.timed_out.clear()
         t0 = time.monotonic()
         with pytest.raises(CandidateTimeout, match="not run"):
             c.call(FN, QKV)
