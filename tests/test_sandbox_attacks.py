@@ -287,3 +287,23 @@ def test_attack_is_contained(backend: str, name: str, bait: Path, monkeypatch: p
     assert _marked() == [], name
     assert (ATTACKS / name).read_text().startswith("#"), "the graded file itself is untouched"
     assert _rss() - rss < GRADER_GROWTH_LIMIT, name
+
+
+def test_only_library_folders_are_bound_and_an_installed_attnkata_is_hidden(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path: Path) -> None:
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    (site / "attnkata" / "reference").mkdir(parents=True)
+    checkout = tmp_path / "checkout"
+    (checkout / "reference").mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    for package, path_entries, hidden in ((site / "attnkata", [str(site), str(work)], [str(site / "attnkata")]),
+                                          (checkout, [str(checkout), str(tmp_path)], [])):
+        monkeypatch.setattr(host, "_PACKAGE", package)
+        monkeypatch.setattr(sys, "path", path_entries)
+        monkeypatch.setattr(host.tempfile, "gettempdir", lambda: "/nonexistent-tmp")
+        config = host._config("namespaces", str(tmp_path / "h"))
+        assert config["hide"] == hidden
+        for entry in config["pythonpath"]:
+            assert not host._inside(str(package), entry) or entry == str(site)
+    assert str(checkout) not in config["pythonpath"] and str(tmp_path) not in config["pythonpath"]

@@ -173,13 +173,18 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def _library_path(path: str, package: str, tmp: str) -> bool:
+    if _inside(path, package) or _inside(path, tmp) or path == "/":
+        return False
+    return not _inside(package, path) or os.path.basename(path) in ("site-packages", "dist-packages")
+
+
 def _config(mode: str, harness: str) -> dict[str, Any]:
     package = str(_PACKAGE)
     tmp = os.path.realpath(tempfile.gettempdir())
-    # Library paths only: not the attnkata tree (its references), not a temp dir or the root.
-    pythonpath = [p for p in sys.path if p and os.path.isdir(p)
-                  and not _inside(os.path.realpath(p), package) and not _inside(package, os.path.realpath(p))
-                  and not _inside(os.path.realpath(p), tmp) and os.path.realpath(p) != "/"]
+    # Library paths only: not the attnkata tree (its references), not a folder that holds it
+    # unless it is a site-packages (then the package is covered, see "hide"), not a temp dir.
+    pythonpath = [p for p in sys.path if p and os.path.isdir(p) and _library_path(os.path.realpath(p), package, tmp)]
     symlinks, binds = {}, []
     for d in _SYSTEM_DIRS:
         if os.path.islink(d):
