@@ -203,22 +203,18 @@ def _config(mode: str, harness: str) -> dict[str, Any]:
         if name in os.environ:
             env[name] = os.environ[name]
     return {
-        "mode": mode, "parent": os.getpid(), "uid": os.geteuid(), "drop_root": _drop_root(mode), "harness": f"{harness}/lib",
+        "mode": mode, "parent": os.getpid(), "harness": f"{harness}/lib",
+        # As root the candidate always runs as the unprivileged uid 65534: as root, kill(-1)
+        # alone would reach every process on the machine. The fallback sees the host's file
+        # system, where that uid may not read the library folders (/root/.pyenv is mode 700):
+        # what the zygote did not import already then fails to import, never runs as root.
+        "drop_root": os.geteuid() == 0,
         "mountpoint": f"{harness}/root", "binds": binds, "symlinks": symlinks,
         # An installed (not editable) attnkata under site-packages holds the references.
         "hide": [package] if any(_inside(package, b) for b in binds) else [],
         "devices": sorted(glob.glob("/dev/nvidia*")), "pythonpath": pythonpath, "env": env,
         "preimport": list(_PREIMPORT),
     }
-
-
-def _drop_root(mode: str) -> bool:
-    """As root the candidate always runs as an unprivileged uid: as root, kill(-1) alone would
-    reach every process on the machine. With namespaces the libraries are bound into the
-    sandbox's own root; the fallback sees the host's file system, where an unprivileged uid may
-    not be able to import what the zygote did not import already (e.g. from /root/.pyenv,
-    mode 700): such an import fails in the candidate's code, never as root."""
-    return os.geteuid() == 0
 
 
 def requested_mode() -> str:
@@ -236,8 +232,7 @@ class Zygote:
         self.note = note
         self.owner = os.getpid()
         self.harness = _harness()
-        self.cgroups = _Cgroups.create(f"z{os.getpid()}-{id(self):x}", pids_max=256) if mode == "namespaces" \
-            else _Cgroups.create(f"s{os.getpid()}-{id(self):x}", pids_max=256)
+        self.cgroups = _Cgroups.create(f"{mode[0]}{os.getpid()}-{id(self):x}", pids_max=256)
         config = _config(mode, self.harness)
         self.drop_root = config["drop_root"]
         self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
