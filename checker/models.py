@@ -93,6 +93,21 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def __repr__(self) -> str:
+        counts = self.tier_counts()
+        passed, total = sum(p for p, _ in counts.values()), sum(t for _, t in counts.values())
+        ids = ", ".join(d.id for d in self.diagnostics) or "-"
+        return f"<Result {self.kata}: {self.status}, {passed}/{total} tests passed; diagnostics: {ids}>"
+
+    def attach_source(self, source: str) -> None:
+        """The graded text, for renderers that show its lines (not part of the JSON)."""
+        self._source = source
+
+    def _repr_html_(self) -> str:
+        from attnkata.checker.html import result_html
+
+        return result_html(self, getattr(self, "_source", None))
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
         version = data.get("version")

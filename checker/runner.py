@@ -13,7 +13,7 @@ from pathlib import Path
 from attnkata.checker.catalog import Kata
 from attnkata.checker.errors import KataDefinitionError, UsageError
 from attnkata.checker.messages import msg
-from attnkata.checker.models import ERROR, Diagnostic, Result, SourceRef, overall_status
+from attnkata.checker.models import ERROR, TIMEOUT, Diagnostic, Result, SourceRef, overall_status
 from attnkata.checker.proxy import (
     CandidateBanned,
     CandidateCrashed,
@@ -148,6 +148,8 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
             d = failure_diagnostic(candidate.load_error, lines, lang)
             if d.id == "exception":
                 d.title = msg("load_title", lang)
+            if isinstance(candidate.load_error, CandidateTimeout):
+                result.status = TIMEOUT
             result.diagnostics.append(d)
             result.timings = {"total": round(time.perf_counter() - t0, 3)}
             return result

@@ -99,31 +99,10 @@ def _resolve_file(k: catalog.Kata, file: Path | None) -> Path:
     return file if file is not None else workspace.solution_path(k)
 
 
-def _limits(timeout: float | None):  # noqa: ANN202 - Limits is imported lazily (torch)
-    from attnkata.checker.proxy import Limits
-
-    if timeout is None:
-        return Limits()
-    if timeout <= 0:
-        raise UsageError("--timeout must be positive")
-    return Limits(call_timeout=timeout, total_timeout=max(timeout * 6, timeout))
-
-
 def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record: bool = True):  # noqa: ANN201
-    from attnkata.checker.sandbox import host
+    from attnkata.checker import api
 
-    host.prestart()  # the sandbox imports torch while this process does the same
-    from attnkata.checker.runner import check as run_check
-
-    t0 = time.time()
-    result = run_check(k, path, limits=_limits(timeout), lang=lang)
-    if record:
-        counts = result.tier_counts()
-        with History() as h:
-            h.record_attempt(k.id, result.status, sum(p for p, _ in counts.values()),
-                             sum(t for _, t in counts.values()), time.time() - t0, str(path),
-                             [d.id for d in result.diagnostics if d.is_error])
-    return result
+    return api.grade(k, path, timeout=timeout, lang=lang, record=record)
 
 
 def check(

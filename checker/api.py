@@ -1,0 +1,91 @@
+"""The Python API behind `kata check`, the notebook magic and `attnkata.check(...)`: grade a
+file or a piece of source, record the attempt in the history, return the typed `Result`."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from attnkata.checker import catalog
+from attnkata.checker.errors import UsageError
+
+if TYPE_CHECKING:  # torch stays out of the import of this module
+    from attnkata.checker.models import Result
+    from attnkata.checker.proxy import Limits
+
+
+def limits_for(timeout: float | None) -> Limits:
+    """`--timeout` seconds per call of the candidate's code, 6x that in total."""
+    from attnkata.checker.proxy import Limits
+
+    if timeout is None:
+        return Limits()
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    return Limits(call_timeout=timeout, total_timeout=timeout * 6)
+
+
+def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang: str = "en",
+          record: bool = True, mode: str = "practice") -> Result:
+    """Grade the file at `path` and (unless `record` is false) add the attempt to the history."""
+    from attnkata.checker.sandbox import host
+
+    host.prestart()  # the sandbox imports torch while this process does the same
+    from attnkata.checker.runner import check as run_check
+
+    t0 = time.time()
+    result = run_check(kata, path, limits=limits_for(timeout), lang=lang)
+    if record:
+        from attnkata.checker.store import History
+
+        counts = result.tier_counts()
+        with History() as h:
+            h.record_attempt(kata.id, result.status, sum(p for p, _ in counts.values()),
+                             sum(t for _, t in counts.values()), time.time() - t0, str(path),
+                             [d.id for d in result.diagnostics if d.is_error], mode=mode)
+    return result
+
+
+def check(kata: str, source: str | None = None, path: str | Path | None = None, *, lang: str | None = None,
+          timeout: float | None = None, record: bool = True, mode: str = "api") -> Result:
+    """Grade `source` (a string) or the file at `path` as the solution of `kata`.
+
+    Same sandbox, limits and diagnosis as `kata check`; the attempt goes into the same history
+    (with `mode`, e.g. "notebook"). Returns the `Result`, which notebooks display as HTML."""
+    k = catalog.get_kata(kata)
+    lang = lang if lang in ("en", "zh") else "en"
+    if (source is None) == (path is None):
+        raise UsageError("give either source=... or path=...")
+    if path is not None:
+        result = grade(k, Path(path), timeout=timeout, lang=lang, record=record, mode=mode)
+        result.attach_source(Path(path).read_text(encoding="utf-8-sig", errors="replace"))
+        return result
+    folder = Path(tempfile.mkdtemp(prefix="attnkata-cell-"))
+    try:
+        file = folder / k.solution_file  # so messages name the file the statement asks for
+        file.write_text(source, encoding="utf-8")
+        result = grade(k, file, timeout=timeout, lang=lang, record=record, mode=mode)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    result.attach_source(source)
+    return result
+
+
+def katas() -> list[catalog.Kata]:
+    """Every kata, in catalogue order."""
+    return list(catalog.all_katas().values())
+
+
+class Statement(str):
+    """A kata's statement; notebooks render it as Markdown."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+def show(kata: str, lang: str | None = None) -> Statement:
+    return Statement(catalog.get_kata(kata).statement(lang if lang in ("en", "zh") else "en"))

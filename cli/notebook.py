@@ -1,0 +1,111 @@
+"""IPython / Jupyter front end: `%load_ext attnkata` registers
+
+    %%kata KATA [--lang zh] [--timeout S]   grade the cell as the solution of KATA, then run it
+                                            in the kernel too (unless it could not even load)
+    %kata show|hint|start|list [KATA]        the CLI's commands, inside the notebook
+
+A thin layer like the CLI: grading is `checker.api.check`; results render through
+`Result._repr_html_` in notebooks and through the terminal renderer in terminal IPython."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from attnkata.checker.errors import KataError
+
+# A cell whose file never loaded in the sandbox (syntax error, hang or crash at import) is
+# not run in the kernel either: a `while True` at the top of a cell would hang the kernel.
+_NOT_LOADED = {"syntax-error", "source-too-complex", "source-too-large", "missing-entry-point"}
+_LINE_COMMANDS = ("show", "hint", "start", "list")
+
+
+def _options(words: list[str]) -> tuple[list[str], dict[str, Any]]:
+    rest, opts = [], {}
+    it = iter(words)
+    for w in it:
+        if w in ("--lang", "--timeout"):
+            value = next(it, None)
+            if value is None:
+                raise KataError(f"{w} needs a value")
+            opts[w[2:]] = value
+        else:
+            rest.append(w)
+    if "timeout" in opts:
+        try:
+            opts["timeout"] = float(opts["timeout"])
+        except ValueError:
+            raise KataError("--timeout must be a number of seconds") from None
+    return rest, opts
+
+
+def _in_notebook(shell: Any) -> bool:
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+@magics_class
+class KataMagics(Magics):
+    @line_cell_magic
+    def kata(self, line: str, cell: str | None = None) -> Any:
+        try:
+            return self._grade(line, cell) if cell is not None else self._command(line)
+        except KataError as exc:
+            print(f"error: {exc.message}" + (f"\n  {exc.hint}" if exc.hint else ""))
+            return None
+
+    def _grade(self, line: str, cell: str) -> None:
+        from IPython.display import display
+
+        from attnkata.checker import api
+
+        words, opts = _options(shlex.split(line))
+        if len(words) != 1:
+            raise KataError("usage: %%kata KATA [--lang en|zh] [--timeout SECONDS]")
+        result = api.check(words[0], source=cell, lang=opts.get("lang"), timeout=opts.get("timeout"),
+                           mode="notebook")
+        if _in_notebook(self.shell):
+            display(result)
+        else:
+            from attnkata.cli.console import out
+            from attnkata.cli.render import render_result
+
+            render_result(out, result, cell)
+        loaded = bool(result.tests) and not any(d.id in _NOT_LOADED for d in result.diagnostics)
+        if loaded:
+            self.shell.run_cell(cell, store_history=False)
+        else:
+            print("(not run in the kernel: it did not load in the sandbox)" if result.lang != "zh"
+                  else "（没有在内核中运行：它在沙箱里没能加载）")
+        return None
+
+    def _command(self, line: str) -> None:
+        words, opts = _options(shlex.split(line))
+        if not words or words[0] not in _LINE_COMMANDS:
+            raise KataError(f"usage: %kata {{{'|'.join(_LINE_COMMANDS)}}} [KATA]  (grade a cell with %%kata KATA)")
+        if words[0] == "start":
+            from attnkata.checker import catalog
+            from attnkata.checker.store import History
+
+            if len(words) != 2:
+                raise KataError("usage: %kata start KATA")
+            k = catalog.get_kata(words[1])
+            with History() as h:
+                h.record_event(k.id, "start", {"file": "notebook"})
+            self.shell.set_next_input(f"%%kata {k.id}\n" + k.skeleton_path.read_text(encoding="utf-8"), replace=False)
+            return None
+        from attnkata.cli.app import app
+
+        args = list(words)
+        if "lang" in opts:
+            args += ["--lang", str(opts["lang"])]
+        try:
+            app(args, standalone_mode=False)
+        except SystemExit:
+            pass
+        return None
+
+
+def load(ipython: Any) -> None:
+    ipython.register_magics(KataMagics)
