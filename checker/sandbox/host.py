@@ -40,9 +40,10 @@ _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/
               "/etc/passwd", "/etc/group", "/etc/nsswitch.conf")
 # Imported by the zygote so that candidates find them loaded: what the static policy allows
 # (a fallback running as an unprivileged uid may not be able to read the library folders).
-_PREIMPORT = ("einops", "math", "cmath", "functools", "itertools", "dataclasses", "collections", "typing",
-              "typing_extensions", "enum", "abc", "numbers", "warnings", "copy", "random", "numpy.random",
-              "numpy.linalg", "torch.nn.attention.flex_attention", "importlib.util", "traceback")
+_PREIMPORT = ("einops", "einops._backends", "einops._torch_specific", "math", "cmath", "functools",
+              "itertools", "dataclasses", "collections", "typing", "typing_extensions", "enum", "abc",
+              "numbers", "warnings", "copy", "random", "numpy.random", "numpy.linalg",
+              "torch.nn.attention.flex_attention", "importlib.util", "traceback")
 
 
 class SandboxUnavailable(KataError):
