@@ -41,6 +41,10 @@ def _plain_compare(module: Any, mapping: Any, r: torch.nn.Module, x: torch.Tenso
     return check_module_call(module, mapping, r, (x,), kwargs, dtype=dtype, case=case)
 
 
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
 @dataclass(frozen=True)
 class SelfAttentionKata:
     """What the shared tests need to know about one module kata."""
@@ -88,7 +92,8 @@ class SelfAttentionKata:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward(solution: Candidate, spec: SelfAttentionKata, dtype: torch.dtype) -> None:
     x = spec.x(seed=1)
-    spec.run(solution, x, seed=2, dtype=dtype, case=f"no mask, {describe_inputs(x=x)}, {spec.sizes}")
+    # Describe x as the candidate receives it (cast to `dtype`), not as it was drawn (float64).
+    spec.run(solution, x, seed=2, dtype=dtype, case=f"no mask, {describe_inputs(x=x.to(dtype))}, {spec.sizes}")
 
 
 @pytest.mark.parametrize("shape", MASK_SHAPES)
@@ -104,7 +109,8 @@ def test_attn_mask(solution: Candidate, spec: SelfAttentionKata, shape: str) -> 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_is_causal(solution: Candidate, spec: SelfAttentionKata, dtype: torch.dtype) -> None:
     spec.run(solution, spec.x(seed=6), {"is_causal": True}, seed=7, dtype=dtype,
-             case=f"is_causal=True (query i attends keys 0..i, itself included), {spec.sizes}")
+             case=f"{_dtype_name(dtype)} input, is_causal=True (query i attends keys 0..i, itself included), "
+                  f"{spec.sizes}")
 
 
 def test_causal_ignores_future(solution: Candidate, spec: SelfAttentionKata) -> None:
@@ -186,7 +192,7 @@ def check_constructor_raises(solution: Candidate, cls: str, args: tuple[int, ...
 def test_padding_mask_fully_padded_row(solution: Candidate, spec: SelfAttentionKata, dtype: torch.dtype) -> None:
     mask = spec.padding_mask()
     spec.run(solution, spec.x(seed=25), {"attn_mask": mask}, seed=26, dtype=dtype,
-             case=f"padding mask (B,1,1,L) = {tuple(mask.shape)}; batch 1 is all padding, so every query "
+             case=f"{_dtype_name(dtype)} input, padding mask (B,1,1,L) = {tuple(mask.shape)}; batch 1 is all padding, so every query "
                   f"there attends to nothing and its output must be o_proj's bias, {spec.sizes}")
 
 

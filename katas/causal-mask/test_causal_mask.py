@@ -72,11 +72,15 @@ def test_causal_single_query(solution):
                case="causal_mask(L=1, S=9): one decoding step sees all 9 cached keys")
 
 
-@pytest.mark.parametrize("lengths", [pytest.param([5, 2, 7, 3], id="B=4,S=7")])
+@pytest.mark.parametrize("lengths", [pytest.param([5, 2, 7, 3], id="B=4,S=7"),
+                                     # No sequence fills the S keys: a mask sized by max(lengths)
+                                     # (fairseq's lengths_to_padding_mask) has the wrong width.
+                                     pytest.param([3, 1, 4], id="B=3,S=7,max(lengths)<S")])
 def test_padding(solution, lengths):
     lens = torch.tensor(lengths)
     check_mask(solution.call(PADDING, (lens, 7)), expected_padding(lens, 7),
-               case=f"padding_mask(lengths={lengths}, S=7): shape (B, 1, 1, S), True where key < lengths[b]")
+               case=f"padding_mask(lengths={lengths}, S=7): shape (B, 1, 1, S) with S = 7 keys whatever "
+                    "max(lengths) is, True where key < lengths[b]")
 
 
 @pytest.mark.tier("edge")
@@ -98,7 +102,8 @@ def _device_checks(got: object, want: torch.Size, case: str) -> None:
         raise AssertionError(f"{case}: expected a torch.Tensor, got {describe(got)}")
     if got.device.type != "meta":
         raise AssertionError(f"{case}: expected the mask on device meta, got {got.device}: build it there "
-                             "(torch.arange(..., device=device)) or move it with .to(device)")
+                             "(torch.arange(..., device=device), or device=lengths.device for the padding "
+                             "mask) or move it with .to(device)")
     if got.dtype != torch.bool or got.shape != want:
         raise AssertionError(f"{case}: expected a bool tensor of shape {tuple(want)}, got {describe(got)}")
 
@@ -111,6 +116,15 @@ def test_causal_device(solution):
     _device_checks(solution.call(CAUSAL, (3, 5), {"device": "meta"}).value, torch.Size([3, 5]), case)
     case = "causal_mask(4, device=torch.device('cpu'))"
     check_mask(solution.call(CAUSAL, (4,), {"device": torch.device("cpu")}), causal(4), case=case)
+
+
+@pytest.mark.tier("edge")
+def test_padding_device(solution):
+    # The padding mask must be built where `lengths` lives (checked on "meta", as the causal
+    # mask's device is, so that it is checked on every machine, not only on CUDA ones).
+    lens = torch.empty(3, dtype=torch.long, device="meta")
+    case = "padding_mask(lengths of shape (3,) on device meta, S=6): build the mask on lengths.device"
+    _device_checks(solution.call(PADDING, (lens, 6)).value, torch.Size([3, 1, 1, 6]), case)
 
 
 @pytest.mark.tier("edge")

@@ -85,22 +85,13 @@ def lengths_mask(lengths: list[int], length: int = S) -> torch.Tensor:
 
 
 def test_structure(solution):
-    """Parameter and submodule names, shapes and biases as in the contract."""
+    """The latents parameter and four Linear layers of the contract's shapes and biases.
+
+    The Linear layers are matched as in every module kata (checker.weights): the statement's
+    names (q_proj, k_proj, v_proj, o_proj) always work, and common other names (`out_proj`,
+    `to_q`, `fc_o`, a fused `to_kv`...) are mapped; a wrong shape or bias is reported."""
     m = solution.new(CLS, (D, H, N), {"latent_dim": E})
     expected = make_reference(0)
-    have = {info["name"]: info for info in m.modules}
-    for name, sub in expected.named_modules():
-        if not isinstance(sub, torch.nn.Linear):
-            continue
-        want = f"Linear({sub.in_features}, {sub.out_features}, bias=True)"
-        got = have.get(name)
-        if got is None or got["type"] != "Linear":
-            found = ", ".join(f"{i['name']}: {i['type']}" for i in m.modules) or "no submodules"
-            raise AssertionError(f"{describe_config(H, E)}: expected a submodule {name} = {want}; yours has {found}")
-        if (got["in_features"], got["out_features"], got["bias"]) != (sub.in_features, sub.out_features, True):
-            raise AssertionError(
-                f"{describe_config(H, E)}: {name} should be {want}, yours is "
-                f"Linear({got['in_features']}, {got['out_features']}, bias={got['bias']})")
     if tuple(m.params.get("latents", ())) != (N, E):
         raise AssertionError(f"{describe_config(H, E)}: expected a parameter `latents` of shape {(N, E)} "
                              f"(n_latents, latent_dim), yours has {m.params.get('latents', 'none')}")
