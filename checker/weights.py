@@ -159,13 +159,17 @@ class WeightMapping(dict):
 
 
 def load_reference_weights(module: RemoteModule, reference: torch.nn.Module, *, case: str,
-                           dtype: torch.dtype | None = None) -> WeightMapping:
+                           dtype: torch.dtype | None = None, force: dict[str, str] | None = None) -> WeightMapping:
     """Copy `reference`'s parameters into the candidate's `module` (see the module docstring
     for how names are matched and fused layouts chosen); returns the mapping, {candidate
-    name: reference name(s)}. `dtype`: the module's dtype (for the layout trial call)."""
+    name: reference name(s)}. `dtype`: the module's dtype (for the layout trial call);
+    `force`: {layer: layout} to load without a trial (the diagnosis tries each)."""
     state, mapping = plan_weights(module.structure, reference, case=case)
     for layer, options in mapping.alternatives.items():
-        layout = _choose_layout(module, reference, state, layer, options, dtype)
+        if force and force.get(layer) in options:
+            layout: str | None = force[layer]
+        else:
+            layout = _choose_layout(module, reference, state, layer, options, dtype)
         if layout is None:
             mapping.unfit[layer] = list(options)
             layout = STACKED
@@ -185,14 +189,19 @@ def _choose_layout(module: RemoteModule, reference: torch.nn.Module, state: dict
     """The first layout under which the module agrees with the reference on one token (a
     single key: masks, scales and softmax details cannot show there, the rows' order can)."""
     decided = _DECIDED.setdefault(module.candidate, {})
-    key = (module.generation, repr(module.structure), layer)
+    key = (module.generation, f"{type(reference).__qualname__} {module.structure!r}", layer)
     if key in decided:
         return decided[key]
     ref64 = copy.deepcopy(reference).to(torch.float64).eval()
-    width = next(p for p in ref64.parameters() if p.dim() == 2).shape[1]
-    x = randn(2, 1, width, seed=12345)
-    with torch.no_grad():
-        want = ref64(x)
+    k_proj = next((m for n, m in ref64.named_modules() if isinstance(m, torch.nn.Linear) and role_of(n) == "k"), None)
+    if k_proj is None:
+        return None
+    x = randn(2, 1, k_proj.in_features, seed=12345)  # one token: x is what the keys read
+    try:
+        with torch.no_grad():
+            want = ref64(x)
+    except Exception:  # noqa: BLE001 - a reference that takes no plain x: keep the stacked layout
+        return None
     chosen = None
     for layout, part in options.items():
         module.load_state({**state, **part})

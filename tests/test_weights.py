@@ -21,6 +21,9 @@ from attnkata.checker.weights import (
     BY_NAME_AND_ORDER,
     BY_ORDER,
     CANONICAL,
+    PER_GROUP,
+    PER_HEAD,
+    STACKED,
     load_reference_weights,
     plan_weights,
     role_of,
@@ -269,3 +272,108 @@ def test_loading_a_mis_shaped_module_raises_before_running_it(candidate):
     module = candidate.new("Fused", (D, H))
     with pytest.raises(AssertionError, match=r"expected Linear\(24 -> 48\)"):
         load_reference_weights(module, gqa_ref(), case="gqa weights into an MHA")
+
+
+# -- fused row layouts (GPT-NeoX per head, Megatron per KV group, per-head k|v) ---------------
+def test_fused_layouts_offered_where_the_shapes_allow_them():
+    ref = mha_ref()
+    sd = ref.state_dict()
+    state, mapping = plan({"query_key_value": (D, 3 * D), "dense": SQUARE}, ref)
+    options = mapping.alternatives["query_key_value"]
+    assert list(options) == [STACKED, PER_HEAD]
+    neox = options[PER_HEAD]["query_key_value.weight"].view(H, 3, HD, D)
+    assert torch.equal(neox[:, 0], sd["q_proj.weight"].view(H, HD, D))
+    assert torch.equal(neox[:, 2], sd["v_proj.weight"].view(H, HD, D))
+    bias = options[PER_HEAD]["query_key_value.bias"].view(H, 3, HD)
+    assert torch.equal(bias[:, 1], sd["k_proj.bias"].view(H, HD))
+    assert torch.equal(state["query_key_value.weight"], options[STACKED]["query_key_value.weight"])
+
+    g = gqa_ref()
+    gsd = g.state_dict()
+    _, mapping = plan({"W_pack": (D, D + 2 * HKV * HD), "o_proj": SQUARE}, g)
+    grouped = mapping.alternatives["W_pack"][PER_GROUP]["W_pack.weight"].view(HKV, H // HKV + 2, HD, D)
+    assert torch.equal(grouped[:, :-2].reshape(D, D), gsd["q_proj.weight"])
+    assert torch.equal(grouped[:, -1], gsd["v_proj.weight"].view(HKV, HD, D))
+    _, mapping = plan({"wq": SQUARE, "kv": (D, 2 * HKV * HD), "wo": SQUARE}, g)
+    assert list(mapping.alternatives["kv"]) == [STACKED, PER_HEAD]
+    # One KV head: every layout is the stacked one, nothing to try.
+    _, mapping = plan({"wq": SQUARE, "kv": (D, 2 * HD), "wo": SQUARE}, seeded_(ref_mqa.MultiQueryAttention(D, H), 3))
+    assert not mapping.alternatives
+
+
+NEOX_FILE = '''
+import torch
+from torch import nn
+
+
+class NeoX(nn.Module):
+    """GPT-NeoX's fused query_key_value, rows per head [q_h | k_h | v_h]."""
+
+    def __init__(self, d_model, n_heads, bias=True):
+        super().__init__()
+        self.h = n_heads
+        self.query_key_value = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.dense = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x):
+        B, L, D = x.shape
+        qkv = self.query_key_value(x).view(B, L, self.h, -1).transpose(1, 2)
+        q, k, v = qkv.chunk(3, dim=-1)
+        w = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+        return self.dense((w @ v).transpose(1, 2).reshape(B, L, D))
+
+
+class KVPerHead(nn.Module):
+    """GQA with a fused k|v laid out per KV head [k_j | v_j]."""
+
+    def __init__(self, d_model, n_heads, n_kv):
+        super().__init__()
+        self.h, self.kv_heads, self.d = n_heads, n_kv, d_model // n_heads
+        self.q = nn.Linear(d_model, d_model)
+        self.kv = nn.Linear(d_model, 2 * n_kv * self.d)
+        self.o = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        B, L, D = x.shape
+        q = self.q(x).view(B, L, self.h, self.d).transpose(1, 2)
+        k, v = self.kv(x).view(B, L, self.kv_heads, 2 * self.d).transpose(1, 2).chunk(2, dim=-1)
+        k, v = (t.repeat_interleave(self.h // self.kv_heads, dim=1) for t in (k, v))
+        w = torch.softmax(q @ k.transpose(-2, -1) / self.d ** 0.5, dim=-1)
+        return self.o((w @ v).transpose(1, 2).reshape(B, L, D))
+'''
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory: pytest.TempPathFactory):
+    path: Path = tmp_path_factory.mktemp("layouts") / "neox.py"
+    path.write_text(NEOX_FILE, encoding="utf-8")
+    with Candidate(path) as c:
+        c.start()
+        yield c
+
+
+@pytest.mark.parametrize(("cls", "reference", "init", "layer", "layout"), [
+    ("NeoX", mha_ref, (D, H), "query_key_value", PER_HEAD),
+    ("KVPerHead", gqa_ref, (D, H, HKV), "kv", PER_HEAD),
+    ("Fused", mha_ref, (D, H), "c_attn", STACKED),
+])
+def test_the_layout_that_fits_is_found_by_calling_the_module(layouts, candidate, cls, reference, init, layer, layout):
+    owner = candidate if cls == "Fused" else layouts
+    ref = reference()
+    module = owner.new(cls, init).to(torch.float64)
+    mapping = load_reference_weights(module, ref, case="layouts", dtype=torch.float64)
+    assert mapping.layouts == {layer: layout} and not mapping.unfit
+    x = torch.randn(2, 5, D, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert torch.allclose(module.call((x,)).value, ref(x), atol=1e-10)
+
+
+def test_no_fitting_layout_is_reported_not_raised(layouts):
+    class Broken(ref_mha.MultiHeadAttention):  # a reference the module cannot agree with
+        def forward(self, x, attn_mask=None, is_causal=False):
+            return super().forward(x) * 2
+
+    ref = seeded_(Broken(D, H), 1)
+    module = layouts.new("NeoX", (D, H)).to(torch.float64)
+    mapping = load_reference_weights(module, ref, case="layouts", dtype=torch.float64)
+    assert mapping.unfit == {"query_key_value": [STACKED, PER_HEAD]} and mapping.layouts["query_key_value"] == STACKED

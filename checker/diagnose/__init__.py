@@ -3,12 +3,23 @@
 `checker/runner.py` calls `diagnose_result(...)` for a failing result while the candidate's
 child process is still alive. The verdict combines four kinds of evidence:
 
-- behaviour (`behaviour.py`): the candidate, the reference and one wrong variant per
-  catalogued mistake (a *mutant*) run on probe inputs built to separate them; a mistake is
-  named only when the candidate matches its mutant (alone, or jointly with others that
-  together explain every difference), never on a partial resemblance;
+- behaviour (`behaviour.py`): the candidate, the reference and the wrong variants of each
+  catalogued mistake (*mutants*: a family of spellings, e.g. every finite fill value) run on
+  probe inputs built to separate them. A mistake is named when the candidate matches one of
+  its spellings, or has what all its spellings share (changes where they all change, to
+  their common value where they agree on one), alone or jointly with other mistakes that
+  together explain every difference; two mistakes that interact are found by running their
+  combined variant (`pairs.py`). A mistake reproduced where it shows but leaving part of the
+  deviation unexplained is only informative. Each probe is judged on its own: a probe the
+  code cannot take (it raises where no mutant does) becomes `input-not-supported` and is
+  left out of the matching. `replay.py` grades a found mistake's mutant on the failing tests
+  to say how many it explains;
 - the runtime trace (`engine.Engine.from_trace`): output dtypes, in-place writes to inputs,
-  banned ops, NumPy RuntimeWarnings, nondeterminism, the largest intermediate tensor;
+  banned ops, NumPy RuntimeWarnings, nondeterminism (a `repeat` probe called twice:
+  `dropout-in-eval` in modules, `nondeterministic-output` in functions; its values are then
+  not matched), the largest intermediate tensor;
+- weight loading (`checker/weights.py`): a module whose layers cannot take the reference's
+  weights is `weights-unmappable`; a fused projection is tried in each known row layout;
 - crash and warning signatures (`crashes.py`): messages that name a mistake;
 - the source (`ast_rules.py`): only to point at the lines, or for a banned import no probe
   reached. A static hit alone never fails a correct solution.
@@ -55,6 +66,9 @@ Rules of thumb: a mutant is the reference with one knob turned (so an exact matc
 that mistake and nothing else); add a variant for every spelling that behaves differently
 (e.g. `torch.softmax` vs a guarded softmax on empty rows); tests/test_diagnose.py fails
 when a mutant equals the reference on every probe or two mistakes cannot be told apart.
+Make variants composable, so two mistakes can be searched together: `functools.partial`s
+of one knobbed function, or classes made with `module_probes.remakeable` (`family_variant`
+does it).
 
 Then add one fixture per mistake, `tests/fixtures/mistakes/<kata>/<mistake-id>.py` (variants:
 `<mistake-id>--<variant>.py`): `tests/test_mutation_matrix.py` finds them, checks that the

@@ -11,8 +11,12 @@ Mutant k matches *exactly* when exp_k is empty on every probe. When no mutant ma
 exactly, a set of mutants can still explain the candidate jointly (two independent
 mistakes): each must be *present* (wherever it changes the output, the candidate changed
 it the same way: sig_k & exp_k empty) and together their signatures must cover every
-element of dev. Anything less is not a verdict; the best partial fit is only reported as
-"closest" for the honest no-known-mistake message.
+element of dev. A mistake with several spellings is also present when the candidate has
+what all of them share (`_family_region`: it changes every element they all change, to
+their common value where they agree on a finite one, grossly elsewhere), for a spelling
+no mutant has. Present mistakes that cover only part of dev are returned as `partial`
+(informative, never a verdict); the best partial fit is also reported as "closest" for the
+honest no-known-mistake message. Interacting pairs are searched in `pairs.py`.
 
 Errors compare by exception type and message with the numbers taken out, so a mutant
 that raises "t() expects a tensor with <= 2 dimensions" matches a candidate that raises
@@ -34,6 +38,7 @@ from attnkata.checker.wire import Opaque
 
 _DIGITS = re.compile(r"\d+")
 FAMILY = -1  # the variant index of a match by a family's shared behaviour (no single spelling)
+REGION_MAX_SHARE = 0.35  # a family matched by its shared behaviour changes at most this share
 
 
 def _norm_error(err: tuple[str, str]) -> tuple[str, str]:
@@ -126,8 +131,6 @@ class Verdict:
     # Mistakes reproduced wherever they show, which together explain only part of the
     # deviation: id -> (variant, share of the deviation it explains, probes it shows on).
     partial: dict[str, tuple[int, float, list[str]]] = field(default_factory=dict)
-    # Every mistake reproduced wherever it shows (matched or not): id -> probes it shows on.
-    present: dict[str, list[str]] = field(default_factory=dict)
 
 
 def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
@@ -184,12 +187,13 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     for mid, items in spellings.items():
         # Only for mistakes that change values: a changed shape or an error moves every element.
         reshapes = any(sig[i][sizes[i]] for sig, _ in items for i in range(len(probes)))
-        if mid not in present and mid not in exact and len(items) >= 2 and not reshapes:
+        if mid not in exact and len(items) >= 2 and not reshapes:
             region = _family_region(probes, cand, ref, sizes, dev, items)
-            if region is not None:
+            # One spelling reproduced exactly where it shows says more, unless the family's
+            # shared behaviour explains more of the deviation.
+            if region is not None and (mid not in present or _count(region[0]) > _count(present[mid][1])):
                 present[mid] = (FAMILY, *region)
 
-    verdict.present = {mid: shown for mid, (_, _, shown) in present.items()}
     if exact:
         ids = list(exact)
         for mid in ids:
@@ -235,6 +239,11 @@ def _family_region(probes: list[Probe], cand: list[Observed], ref: list[Observed
     spellings' changes."""
     explains: list[np.ndarray] = []
     shown: list[str] = []
+    # A family whose spellings change most of the outputs between them (the softmax axis)
+    # says nothing by where it changes them: only its exact spellings may match.
+    changed = sum(int(np.logical_or.reduce([sig[i] for sig, _ in items]).sum()) for i in range(len(sizes)))
+    if changed > REGION_MAX_SHARE * sum(n + 1 for n in sizes):
+        return None
     for i, (c, n) in enumerate(zip(cand, sizes, strict=True)):
         sigs = [sig[i] for sig, _ in items]
         union, core = np.logical_or.reduce(sigs), np.logical_and.reduce(sigs)
@@ -252,6 +261,10 @@ def _family_region(probes: list[Probe], cand: list[Observed], ref: list[Observed
             shown.append(probes[i].name)
         explains.append(union & dev[i])
     return (explains, shown) if shown else None
+
+
+def _count(masks: list[np.ndarray]) -> int:
+    return sum(int(m.sum()) for m in masks)
 
 
 def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:

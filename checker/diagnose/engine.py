@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ import torch
 
 from attnkata.checker.catalog import Kata
 from attnkata.checker.diagnose import catalogue as cat
-from attnkata.checker.diagnose import pairs
+from attnkata.checker.diagnose import pairs, replay
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
 from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_dtype
 from attnkata.checker.diagnose.crashes import classify
@@ -38,15 +39,11 @@ from attnkata.checker.proxy import (
     CandidateTimeout,
     Limits,
 )
+from attnkata.checker.weights import LAYOUT_TEXT
 
 # Diagnosis probes get a shorter leash than tests: they are small, and diagnosis must stay fast.
 PROBE_CALL_TIMEOUT = 2.0
 PROBE_TIME_BUDGET = 1.2
-# Mistakes named (as informative) when another verdict implies them but its fix would not
-# remove them; not when a mistake in SECONDARY_COVERED already says the same.
-SECONDARY = ("fully-masked-row-nan",)
-SECONDARY_COVERED = {"fully-masked-row-nan": {"fully-masked-row-nan-gradient", "fully-masked-row-uniform",
-                                              "mask-polarity-flipped", "mask-ignored"}}
 # Searching pairs of mistakes runs combined variants locally; it stops after this long.
 PAIR_TIME_BUDGET = 0.6
 
@@ -67,9 +64,18 @@ class Finding:
     data: dict[str, Any] = field(default_factory=dict)
     probe: Probe | None = None
     severity: str | None = None  # overrides the catalogue's (e.g. "informative": not certain)
+    variant: int | None = None  # the mutant variant whose behaviour it reproduces, if one
 
 
 class Findings(dict[str, Finding]):
+    def copy_all(self) -> Findings:
+        """A copy whose findings can be changed without changing these."""
+        out = Findings()
+        for k, f in self.items():
+            out[k] = replace(f, evidence=list(f.evidence), source=list(f.source), params=dict(f.params),
+                             data=dict(f.data))
+        return out
+
     def add(self, mid: str, strength: int, evidence: str | None = None, *, source: list[SourceRef] | None = None,
             params: dict[str, Any] | None = None, probe: Probe | None = None) -> Finding:
         f = self.get(mid)
@@ -233,9 +239,11 @@ class Engine:
         self.verdict = verdict
         if verdict.matched:
             strength = 3 if verdict.exact and not verdict.ambiguous else 2
-            self._add_matched(verdict.matched, strength,
-                              {mid: muts[mid][vi] for mid, vi in verdict.variant.items() if vi != FAMILY})
-            self._add_secondary(verdict)
+            for f in self._add_matched(verdict.matched, strength,
+                                       {mid: muts[mid][vi] for mid, vi in verdict.variant.items() if vi != FAMILY}):
+                f.variant = verdict.variant.get(f.id)
+                if verdict.ambiguous:  # the probes left (others raised) cannot tell which one
+                    f.severity = "informative"
             return
         if not verdict.deviates:
             return
@@ -248,30 +256,98 @@ class Engine:
             both.sort(key=lambda m: -shares[m[0]])
             self.verdict = replace(verdict, matched={mid: pair.shown[mid] for mid, _ in both},
                                    variant=dict(both), exact=True, closest=None)
-            self._add_matched(self.verdict.matched, 3, {mid: muts[mid][vi] for mid, vi in both}, shares=shares,
-                              together=self.t("together with {other}, it reproduces every probe exactly",
-                                              "与 {other} 一起，它在每个探测输入上都被完全复现"))
+            for f in self._add_matched(self.verdict.matched, 3, {mid: muts[mid][vi] for mid, vi in both},
+                                       shares=shares,
+                                       together=self.t("together with {other}, it reproduces every probe exactly",
+                                                       "与 {other} 一起，它在每个探测输入上都被完全复现")):
+                f.variant = dict(both)[f.id]
             return
         for mid, (vi, share, shown) in verdict.partial.items():
             # Reproduced wherever it shows, but the rest of the deviation is something else:
             # worth saying, not certain enough to be the verdict.
             f = self._add_matched({mid: shown}, 1, {mid: muts[mid][vi]} if vi != FAMILY else {},
                                   shares={mid: share})[0]
-            f.severity = "informative"
+            f.severity, f.variant = "informative", vi
 
-    def _add_secondary(self, verdict: Verdict) -> None:
-        """A mistake that the verdict's mistake implies but that outlives its fix (a hand-made
-        softmax without the max shift also divides 0 by 0 on an empty row): named as
-        informative, since the matched mistake already explains the failures."""
-        for mid in SECONDARY:
-            shown = verdict.present.get(mid)
-            if shown and mid not in verdict.matched and not (set(verdict.matched) & SECONDARY_COVERED[mid]):
-                main = ", ".join(verdict.matched)
-                f = self._add_matched({mid: shown}, 1, {})[0]
-                f.severity = "informative"
-                f.evidence[:] = [self.t(f"also shown on the probe(s) {', '.join(repr(s) for s in shown[:3])}; "
-                                        f"fixing {main} alone leaves it",
-                                        f"在探测输入 {'、'.join(shown[:3])} 上同样出现；只修正 {main} 并不能消除它")]
+    def count_explained(self) -> None:
+        """How many of the failing tests each finding explains, in its evidence and in
+        `data["explains"]`: a behavioural finding's mutant is graded on the failing tests
+        (skipped when it is the only finding: it explains them all); `input-not-supported`
+        explains the tests that raised its exception."""
+        assert self.spec is not None
+        failing = replay.failing_ids(self.result.tests)
+        if not failing:
+            return
+        behavioural = [f for f in self.findings.values() if f.variant is not None]
+        others = [f for f in self.findings.values() if f.variant is None and f.strength >= 2]
+        counts: dict[str, int] = {}
+        if len(behavioural) == 1 and not others:
+            counts[behavioural[0].id] = len(failing)
+        elif len(behavioural) > 1 or others:
+            for f in behavioural:
+                if f.variant == FAMILY or f.variant is None:
+                    continue
+                mutant = self.spec.mutants[f.id][f.variant]
+                try:
+                    got = replay.failing_tests(self.kata, self.path, mutant, self.spec.subject.reference, failing)
+                except Exception:  # a count is extra: it must never cost the verdict itself
+                    if os.environ.get("ATTNKATA_STRICT_DIAGNOSIS"):
+                        raise
+                    got = None
+                if got is not None:
+                    counts[f.id] = len(got & set(failing))
+        if "input-not-supported" in self.findings:
+            raised = {c.error[1][:60] for i, c in enumerate(self.cand_obs) if c.error is not None
+                      and self.spec.probes[i].name in self.findings["input-not-supported"].data.get("unsupported_probes", [])}
+            counts["input-not-supported"] = sum(1 for t in self.result.tests if t.id in failing
+                                                and any(r and r in t.message for r in raised))
+        for mid, n in counts.items():
+            f = self.findings[mid]
+            f.data["explains"] = {"tests": n, "failing": len(failing)}
+            f.evidence.insert(0, self.t(f"explains {n} of {len(failing)} failing tests",
+                                        f"解释了 {len(failing)} 个未通过测试中的 {n} 个"))
+            f.data["share"] = n / len(failing)  # orders findings of one strength
+
+    def retry_layouts(self, before: Findings) -> None:
+        """A fused layer that no row layout fitted on one token: another mistake shows even
+        there (no output projection, softmax over heads), or the layout is unknown. Probe
+        again with each layout loaded as is, and keep the first under which a catalogued
+        mistake matches; else say that the weights could not be mapped (not certain)."""
+        assert self.spec is not None
+        subject = self.spec.subject
+        if not isinstance(subject, ModuleSubject) or (self.verdict is not None and self.verdict.matched):
+            return
+        unfit, _ = subject.layouts(self.candidate)
+        if not unfit:
+            return
+        layer, tried = next(iter(unfit.items()))
+        stacked = (self.cand_obs, self.findings, self.verdict, set(self.explained_runner))
+        try:
+            for layout in tried[1:]:  # the first, stacked, is what was just probed
+                subject.force_layouts = {layer: layout}
+                self.cand_obs, self.findings, self.verdict = [], before.copy_all(), None
+                self.probe_candidate()
+                self.from_behaviour()
+                if self.verdict is not None and self.verdict.matched:
+                    for f in self.findings.values():
+                        if f.id in self.verdict.matched:
+                            f.evidence.append(self.t(f"with your `{layer}` read {LAYOUT_TEXT[layout]}",
+                                                     f"按 {LAYOUT_TEXT[layout]} 读取你的 `{layer}` 时"))
+                    return
+        finally:
+            subject.force_layouts = {}
+        self.cand_obs, self.findings, self.verdict, self.explained_runner = stacked
+        names = "; ".join(LAYOUT_TEXT[t] for t in tried)
+        f = self.findings.add("weights-unmappable", 1, self.t(
+            f"your fused `{layer}`: none of the row layouts tried ({names}) made a single-token call agree with "
+            "the reference",
+            f"你的融合层 `{layer}`：尝试过的行布局（{names}）都不能让单个 token 的调用与参考答案一致"),
+            params={"layer_note": self.t(
+                f"your fused `{layer}` matches none of the known row layouts ({names}), and no catalogued mistake "
+                "explains the difference under any of them.",
+                f"你的融合层 `{layer}` 不符合任何已知的行布局（{names}），并且在任何一种布局下都没有已知错误能解释这些差异。")})
+        f.severity = "informative"
+        f.data["layouts_tried"] = list(tried)
 
     @property
     def nondeterministic(self) -> bool:
@@ -501,7 +577,7 @@ class Engine:
                 continue
             m = cat.get(f.id)
             params = cat.derived_params({**(f.probe.params if f.probe else self.base_params), **f.params})
-            data = dict(f.data)
+            data = {k: v for k, v in f.data.items() if k != "share"}  # "share" only orders findings
             if m.grid:
                 data.update(self._grids(f, params))
             # A kata's mutants module may add pictures of its own (e.g. GQA's head map).
@@ -578,8 +654,11 @@ class Engine:
         self.from_runner()
         if self.spec is not None and self.result.status != TIMEOUT and self.candidate.load_error is None:
             self.probe_candidate()
+            before = self.findings.copy_all()
             self.from_behaviour()
+            self.retry_layouts(before)
             self.from_trace()
+            self.count_explained()
         self.from_source()
         diags = self.diagnostics()
         mine = {d.id for d in diags}

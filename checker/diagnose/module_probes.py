@@ -100,7 +100,9 @@ class Knobs:
     scale: a name the kata's forward maps to a number ("d" = the reference).
     softmax: "safe" (zeros for an empty row), "torch", "torch-guarded" (rows with no key
         set to 0 before torch.softmax and zeroed after it), "naive" (no max subtraction),
-        "naive-guarded" (no max subtraction, empty rows guarded).
+        "naive-guarded" (no max subtraction, empty rows guarded), "naive-global" (the whole
+        tensor's max subtracted, guarded), "slot" (softmax over `dim`, the mask multiplied in
+        ("exp-mul"), then divided by the sum over the keys, as Slot Attention does).
     dim: the softmax dim.
     fill: what masked scores are filled with (or, with "add-big", added): a number, "min"
         (torch.finfo of the scores' dtype) or "min32" (torch.finfo(torch.float32).min).
@@ -116,6 +118,9 @@ class Knobs:
         mask read as [key, query]).
     hide_nan: None, "nan_to_num" or "where": NaN rows computed, then hidden (with "add-inf"
         the NaN still reaches the gradients).
+    unguarded: the "safe" and "naive-guarded" softmaxes divide by a sum that may be 0 (an
+        empty row, or every exp underflowed): 0 / 0 = NaN. With "naive-guarded" it is the
+        plain exp / sum, two mistakes (unstable-softmax and fully-masked-row-nan) at once.
     causal: the allowed part with is_causal: "tril" (j <= i), "tril-1" (j < i), "tril+1"
         (j <= i + 1), "triu+1" (j > i), "triu" (j >= i).
     """
@@ -132,6 +137,7 @@ class Knobs:
     mask: str = "fill"
     causal: str = "tril"
     hide_nan: str | None = None
+    unguarded: bool = False
 
     def label(self) -> str:
         changed = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
@@ -169,14 +175,24 @@ def fill_value(fill: float | str, dtype: torch.dtype) -> float:
 
 
 def softmax(scores: torch.Tensor, how: str, dim: int, keep: torch.Tensor | None = None,
-            keep_how: str = "") -> torch.Tensor:
+            keep_how: str = "", guard: bool = True) -> torch.Tensor:
     """`keep` (with keep_how "exp-mul" / "exp-where"): the mask applied to the exponentials
-    of the naive softmaxes instead of to the scores."""
+    of the naive softmaxes instead of to the scores. `guard`: a zero sum divides by 1."""
+    if how == "slot":
+        # Slot Attention's normalisation: softmax over the queries (`dim`), the mask multiplied
+        # in, then a weighted mean over the keys.
+        w = torch.softmax(scores, dim=dim)
+        w = w * keep if keep is not None else w
+        return w / (w.sum(dim=-1, keepdim=True) + 1e-8)
+    if how == "naive-global":  # the whole tensor's max subtracted, not each row's: rows underflow
+        finite = scores[scores.isfinite()]
+        scores = scores - (finite.max() if finite.numel() else 0.0)
+        how = "naive-guarded"
     if how in ("naive", "naive-guarded") and keep is not None:
         e = torch.exp(scores)
         e = e * keep if keep_how == "exp-mul" else torch.where(keep, e, torch.zeros_like(e))
         denom = e.sum(dim=-1, keepdim=True)
-        if how == "naive-guarded":
+        if how == "naive-guarded" and guard:
             denom = torch.where(denom > 0, denom, torch.ones_like(denom))
         return e / denom
     if how == "torch":
@@ -192,7 +208,7 @@ def softmax(scores: torch.Tensor, how: str, dim: int, keep: torch.Tensor | None 
     else:
         weights = torch.exp(scores)
     denom = weights.sum(dim=dim, keepdim=True)
-    if how in ("safe", "naive-guarded"):
+    if how in ("safe", "naive-guarded") and guard:
         denom = torch.where(denom > 0, denom, torch.ones_like(denom))
     return weights / denom
 
@@ -228,9 +244,9 @@ def core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, attn_m
             scores = scores.masked_fill(~allowed, fill)
     keep = allowed if mode in ("exp-mul", "exp-where") else None
     if knobs.softmax_dtype == "float32":
-        weights = softmax(scores.float(), knobs.softmax, knobs.dim, keep, mode).to(scores.dtype)
+        weights = softmax(scores.float(), knobs.softmax, knobs.dim, keep, mode, not knobs.unguarded).to(scores.dtype)
     else:
-        weights = softmax(scores, knobs.softmax, knobs.dim, keep, mode)
+        weights = softmax(scores, knobs.softmax, knobs.dim, keep, mode, not knobs.unguarded)
     if mode == "after" and allowed is not None:
         weights = weights * allowed
     if knobs.hide_nan == "nan_to_num":
@@ -338,9 +354,12 @@ FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
     "missing-scale": [{"scale": "none"}],
     "scale-not-sqrt": [{"scale": "not-sqrt"}],
     "scale-inverted": [{"scale": "inverted"}],
-    "softmax-wrong-dim": [{"dim": dim, "softmax": how} for dim in (-2, 1) for how in ("torch", "safe", "torch-guarded")],
-    "unstable-softmax": [{"softmax": how, "mask": mode} for how in ("naive", "naive-guarded")
-                         for mode in ("fill", "exp-mul", "exp-where")],
+    "softmax-wrong-dim": [*({"dim": dim, "softmax": how} for dim in (-2, 1) for how in ("torch", "safe", "torch-guarded")),
+                          {"dim": -2, "softmax": "slot", "mask": "exp-mul"}],
+    # Guarded spellings only: an unguarded exp / sum also turns an empty row into 0 / 0, which
+    # is `fully-masked-row-nan` as well (its `unguarded` variant pairs with these).
+    "unstable-softmax": [*({"softmax": "naive-guarded", "mask": mode} for mode in ("fill", "exp-mul", "exp-where")),
+                         {"softmax": "naive-global"}],
     "causal-mask-inverted": [{"causal": "triu+1"}, {"causal": "triu"}],
     "causal-mask-excludes-diagonal": [{"causal": "tril-1"}],
     "causal-mask-leaks-future": [{"causal": "tril+1"}],
@@ -350,7 +369,7 @@ FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
     "mask-added-as-float": [{"mask": "added"}, {"mask": "added", "softmax": "torch"}],
     "mask-applied-after-softmax": [{"mask": "after", "softmax": "torch"}],
     # An additive 0 / -inf mask lets the NaN reach the gradients too (masked_fill does not).
-    "fully-masked-row-nan": [{"softmax": "torch"}, {"mask": "add-inf", "softmax": "torch"}],
+    "fully-masked-row-nan": [{"softmax": "torch"}, {"mask": "add-inf", "softmax": "torch"}, {"unguarded": True}],
     "fully-masked-row-uniform": UNIFORM_FAMILY,
     # Filling with -inf zeroes the NaN's gradient in masked_fill's backward: only an additive
     # -inf mask lets it through to q and k.

@@ -93,16 +93,22 @@ def search(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     if not total:
         return None
     ranked: list[tuple[float, str, int, list[int]]] = []
+    changes: dict[tuple[str, int], list[bool]] = {}  # (id, variant) -> probes it changes alone
     for mid, vs in outs.items():
         for vi, obs in enumerate(vs):
             sig = [differs(m, r, n) for m, r, n in zip(obs, ref, sizes, strict=True)]
             exp = [differs(c, m, n) for c, m, n in zip(cand, obs, sizes, strict=True)]
+            changes[(mid, vi)] = [bool(x.any()) for x in sig]
             share = sum(int((s & ~e & d).sum()) for s, e, d in zip(sig, exp, dev, strict=True)) / total
             if share > 0:
                 left = [i for i, e in enumerate(exp) if e.any()]
                 ranked.append((share, mid, vi, left))
     ranked.sort(key=lambda r: -r[0])
-    firsts = [(mid, vi, left) for _, mid, vi, left in ranked[:FIRST_CANDIDATES]]
+    # The best few mistakes, each with every spelling that explains something (spellings
+    # combine differently: a torch.softmax one cannot take another mistake's softmax).
+    ids = list(dict.fromkeys(mid for _, mid, _, _ in ranked))[:FIRST_CANDIDATES]
+    firsts = [(mid, vi, left) for _, mid, vi, left in ranked if mid in ids]
+    firsts.sort(key=lambda f: ids.index(f[0]))
     for mid, vi, left in firsts:
         for other, vs in variants.items():
             if other == mid:
@@ -110,6 +116,9 @@ def search(probes: list[Probe], cand: list[Observed], ref: list[Observed],
             for oi, v in enumerate(vs):
                 if time.perf_counter() - t0 > budget_s:
                     return None
+                # The second mistake must change something wherever the first falls short.
+                if not all(changes[(other, oi)][i] for i in left):
+                    continue
                 both = compose(variants[mid][vi], v)
                 if both is None:
                     continue

@@ -93,6 +93,7 @@ def attention_probes(entry: str, *, numpy: bool = False) -> list[Probe]:
 
     mask = strict_mask(B, 1, L, S, seed=101)
     flat_mask = with_empty_rows(strict_mask(L, S, seed=105), [(3,)])
+    square = with_empty_rows(strict_mask(B, 1, S, S, seed=106), [(1, 0, 4)])
     empty = with_empty_rows(strict_mask(B, 1, L, S, seed=102), [(0, 0, 2), (1, 0, 0)])
     # q = k = 0 makes every allowed score equal, and V = I turns each output row into the
     # attention weights of one query: the output *is* the effective mask, drawn as a grid.
@@ -111,6 +112,9 @@ def attention_probes(entry: str, *, numpy: bool = False) -> list[Probe]:
               params=sizes, name_zh="二维输入，(L, S) mask，含一个空行"),
         Probe("random mask (B, 1, L, S)", entry, qkv(204), {"mask": mask}, params=sizes,
               name_zh="随机 mask (B, 1, L, S)"),
+        # Code written for self-attention (an (L, L) mask, a causal triangle) only runs here.
+        Probe("L = S = 7, random mask with an empty row", entry, (randn(B, H, S, d, seed=212), *qkv(213)[1:]), {"mask": square},
+              params={**sizes, "L": S}, name_zh="L = S = 7，随机 mask，含一个空行"),
         Probe("fully masked rows", entry, qkv(205), {"mask": empty}, params=sizes, name_zh="整行被遮掩"),
         Probe("large logits (~1e4)", entry, qkv(206, scale=60.0), {"mask": mask}, params=sizes,
               name_zh="大 logits（约 1e4）"),

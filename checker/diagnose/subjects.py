@@ -152,11 +152,15 @@ class ModuleSubject:
         self.load_mutant = load_mutant
         self._refs: dict[tuple, torch.nn.Module] = {}
         self._remote: dict[tuple, RemoteModule] = {}
-        self.mappings: dict[tuple, Any] = {}  # probe key -> the WeightMapping used (last candidate)
+        self.mappings: dict[tuple, tuple[Candidate, int, Any]] = {}  # key -> (candidate, generation, WeightMapping)
+        self.force_layouts: dict[str, str] = {}  # {fused layer: layout} loaded without a trial
 
     def _key(self, probe: Probe) -> tuple:
         init_args, init_kwargs = probe.init or ((), {})
         return (probe.entry, repr(init_args), repr(sorted(init_kwargs.items())), probe.seed, str(probe.dtype))
+
+    def _remote_key(self, probe: Probe) -> tuple:
+        return (*self._key(probe), repr(sorted(self.force_layouts.items())))
 
     def reference_module(self, probe: Probe) -> torch.nn.Module:
         key = self._key(probe)
@@ -191,10 +195,21 @@ class ModuleSubject:
             return Observed(error=(type(exc).__name__, str(exc)))
         return call_local(module, probe)
 
+    def layouts(self, candidate: Candidate) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """For `candidate`'s modules: ({fused layer: layouts tried, none agreeing}, {fused
+        layer: layout kept})."""
+        unfit: dict[str, list[str]] = {}
+        kept: dict[str, str] = {}
+        for owner, generation, mapping in self.mappings.values():
+            if owner is candidate and generation == candidate.generation:
+                unfit.update(mapping.unfit)
+                kept.update(mapping.layouts)
+        return unfit, kept
+
     def candidate_call(self, candidate: Candidate, probe: Probe) -> Observed:
         from attnkata.checker.weights import load_reference_weights
 
-        key = self._key(probe)
+        key = self._remote_key(probe)
         stage = "init"
         try:
             remote = self._remote.get(key)
@@ -204,8 +219,9 @@ class ModuleSubject:
                 init_args, init_kwargs = probe.init or ((), {})
                 remote = candidate.new(probe.entry, init_args, init_kwargs).to(probe.dtype)
                 stage = "weights"
-                self.mappings[key] = load_reference_weights(remote, self.reference_module(probe), case=probe.name,
-                                                            dtype=probe.dtype)
+                mapping = load_reference_weights(remote, self.reference_module(probe), case=probe.name,
+                                                 dtype=probe.dtype, force=self.force_layouts)
+                self.mappings[key] = (candidate, candidate.generation, mapping)
                 self._remote[key] = remote
             stage = "call"
             if probe.grad is not None:

@@ -20,17 +20,21 @@ from attnkata.reference import sdpa as ref
 ENTRY = "scaled_dot_product_attention"
 
 
-def _safe_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
+def _safe_softmax(scores: torch.Tensor, dim: int = -1, guard: bool = True) -> torch.Tensor:
     row_max = scores.amax(dim=dim, keepdim=True)
     row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
     weights = torch.exp(scores - row_max)
     denom = weights.sum(dim=dim, keepdim=True)
-    return weights / torch.where(denom > 0, denom, torch.ones_like(denom))
+    return weights / (torch.where(denom > 0, denom, torch.ones_like(denom)) if guard else denom)
 
 
 def _naive_softmax(scores: torch.Tensor, guarded: bool, keep: torch.Tensor | None = None,
-                   how: str = "") -> torch.Tensor:
-    weights = torch.exp(scores)  # no max subtraction: overflows on large logits
+                   how: str = "", shift: str = "none") -> torch.Tensor:
+    """No per-row max subtraction: overflows on large logits; shift "global" subtracts the
+    whole tensor's max instead (rows far below it underflow)."""
+    if shift == "global" and scores.isfinite().any():
+        scores = scores - scores[scores.isfinite()].max()
+    weights = torch.exp(scores)
     if keep is not None:  # the mask applied to the exponentials ("exp-mul" / "exp-where")
         weights = weights * keep if how == "exp-mul" else torch.where(keep, weights, torch.zeros_like(weights))
     denom = weights.sum(dim=-1, keepdim=True)
@@ -51,6 +55,8 @@ def attention(
     fill: float | str = float("-inf"),  # or "min" (finfo of the scores' dtype), "min32" (float32's)
     softmax_dtype: str | None = None,  # "float32": the softmax computed in float32, cast back
     hide_nan: str | None = None,  # "nan_to_num", "where": the NaN is computed, then hidden
+    unguarded: bool = False,  # a zero sum is divided by as is: 0 / 0 (see module_probes.Knobs)
+    shift: str = "none",  # "global": the naive softmaxes subtract the whole tensor's max
     returns: str = "output",  # "weights", "both": (output, weights) as tutorials do
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """The reference formula with knobs for the catalogued mistakes (all off = correct)."""
@@ -75,12 +81,13 @@ def attention(
     if softmax_dtype == "float32":
         scores = scores.float()
     if softmax == "safe":
-        weights = _safe_softmax(scores, dim)
+        weights = _safe_softmax(scores, dim, guard=not unguarded)
     elif softmax == "torch":
         weights = torch.softmax(scores, dim=dim)
     else:
         keep = mask if mask is not None and mask_mode in ("exp-mul", "exp-where") else None
-        weights = _naive_softmax(scores, guarded=softmax == "naive-guarded", keep=keep, how=mask_mode)
+        weights = _naive_softmax(scores, guarded=softmax == "naive-guarded" and not unguarded, keep=keep,
+                                 how=mask_mode, shift=shift)
     weights = weights.to(out_dtype)
     if mask is not None and mask_mode == "after":
         weights = weights * mask
@@ -105,14 +112,15 @@ MUTANTS = {
                        _m(default_scale=lambda d: math.sqrt(d), honour_scale=False)],
     "scale-argument-ignored": _m(honour_scale=False),
     "softmax-wrong-dim": [_m(dim=dim, softmax=kind) for dim in (-2, 1, 0) for kind in ("torch", "safe")],
-    "unstable-softmax": [_m(softmax=how, mask_mode=mode) for how in ("naive", "naive-guarded")
-                         for mode in ("fill", "exp-mul", "exp-where")],
+    # Guarded spellings only: an unguarded exp / sum is `fully-masked-row-nan` as well.
+    "unstable-softmax": [*(_m(softmax="naive-guarded", mask_mode=mode) for mode in ("fill", "exp-mul", "exp-where")),
+                         _m(softmax="naive-guarded", shift="global")],
     "mask-polarity-flipped": [_m(mask_mode="flipped"), _m(mask_mode="flipped", softmax="torch")],
     "mask-ignored": _m(mask_mode="ignored"),
     "mask-added-as-float": [_m(mask_mode="added"), _m(mask_mode="added", softmax="torch")],
     "mask-applied-after-softmax": _m(mask_mode="after", softmax="torch"),
     # An additive 0 / -inf mask lets the NaN reach the gradients too (masked_fill does not).
-    "fully-masked-row-nan": [_m(softmax="torch"), _m(mask_mode="add-inf", softmax="torch")],
+    "fully-masked-row-nan": [_m(softmax="torch"), _m(mask_mode="add-inf", softmax="torch"), _m(unguarded=True)],
     "fully-masked-row-uniform": [_m(**knobs) for knobs in uniform_family("softmax", "torch")],
     # Filling with -inf kills the NaN's gradient in masked_fill's backward; only an additive
     # -inf mask lets it through to q and k.

@@ -20,12 +20,12 @@ from attnkata.reference import sdpa_numpy as ref
 ENTRY = "scaled_dot_product_attention"
 
 
-def _safe_softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
+def _safe_softmax(scores: np.ndarray, axis: int = -1, guard: bool = True) -> np.ndarray:
     row_max = scores.max(axis=axis, keepdims=True)
     row_max = np.where(np.isfinite(row_max), row_max, 0.0)
     weights = np.exp(scores - row_max)
     denom = weights.sum(axis=axis, keepdims=True)
-    return weights / np.where(denom > 0, denom, 1.0)
+    return weights / (np.where(denom > 0, denom, 1.0) if guard else denom)
 
 
 def _textbook_softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -34,8 +34,13 @@ def _textbook_softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     return weights / weights.sum(axis=axis, keepdims=True)
 
 
-def _naive_softmax(scores: np.ndarray, guarded: bool, keep: np.ndarray | None = None, how: str = "") -> np.ndarray:
-    weights = np.exp(scores)  # no max subtraction: overflows on large logits
+def _naive_softmax(scores: np.ndarray, guarded: bool, keep: np.ndarray | None = None, how: str = "",
+                   shift: str = "none") -> np.ndarray:
+    """No per-row max subtraction: overflows on large logits; shift "global" subtracts the
+    whole array's max instead (rows far below it underflow)."""
+    if shift == "global" and np.isfinite(scores).any():
+        scores = scores - scores[np.isfinite(scores)].max()
+    weights = np.exp(scores)
     if keep is not None:  # the mask applied to the exponentials ("exp-mul" / "exp-where")
         weights = weights * keep if how == "exp-mul" else np.where(keep, weights, 0.0)
     denom = weights.sum(axis=-1, keepdims=True)
@@ -53,6 +58,8 @@ def attention(
     mask_mode: str = "fill",  # "flipped", "ignored", "added", "after", "add-big", "exp-mul", "exp-where"
     fill: float | str = -np.inf,  # or "min" (finfo of the scores' dtype), "min32" (float32's)
     softmax_dtype: str | None = None,  # "float32": the softmax computed in float32, cast back
+    unguarded: bool = False,  # a zero sum is divided by as is: 0 / 0 (see module_probes.Knobs)
+    shift: str = "none",  # "global": the naive softmaxes subtract the whole array's max
     keep_dtype: bool = True,
     returns: str = "output",  # "weights", "both": (output, weights) as tutorials do
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -77,12 +84,13 @@ def attention(
         if softmax_dtype == "float32":
             scores = scores.astype(np.float32)
         if softmax == "safe":
-            weights = _safe_softmax(scores, axis)
+            weights = _safe_softmax(scores, axis, guard=not unguarded)
         elif softmax == "textbook":
             weights = _textbook_softmax(scores, axis)
         else:
             keep = mask if mask is not None and mask_mode in ("exp-mul", "exp-where") else None
-            weights = _naive_softmax(scores, guarded=softmax == "naive-guarded", keep=keep, how=mask_mode)
+            weights = _naive_softmax(scores, guarded=softmax == "naive-guarded" and not unguarded, keep=keep,
+                                     how=mask_mode, shift=shift)
         weights = weights.astype(out_dtype, copy=False)
         if mask is not None and mask_mode == "after":
             weights = weights * mask
@@ -104,13 +112,14 @@ MUTANTS = {
                        _m(default_scale=lambda d: math.sqrt(d), honour_scale=False)],
     "scale-argument-ignored": _m(honour_scale=False),
     "softmax-wrong-dim": [_m(axis=axis, softmax=kind) for axis in (-2, 1, 0) for kind in ("textbook", "safe")],
-    "unstable-softmax": [_m(softmax=how, mask_mode=mode) for how in ("naive", "naive-guarded")
-                         for mode in ("fill", "exp-mul", "exp-where")],
+    # Guarded spellings only: an unguarded exp / sum is `fully-masked-row-nan` as well.
+    "unstable-softmax": [*(_m(softmax="naive-guarded", mask_mode=mode) for mode in ("fill", "exp-mul", "exp-where")),
+                         _m(softmax="naive-guarded", shift="global")],
     "mask-polarity-flipped": [_m(mask_mode="flipped"), _m(mask_mode="flipped", softmax="textbook")],
     "mask-ignored": _m(mask_mode="ignored"),
     "mask-added-as-float": [_m(mask_mode="added"), _m(mask_mode="added", softmax="textbook")],
     "mask-applied-after-softmax": _m(mask_mode="after", softmax="textbook"),
-    "fully-masked-row-nan": _m(softmax="textbook"),
+    "fully-masked-row-nan": [_m(softmax="textbook"), _m(unguarded=True)],
     "fully-masked-row-uniform": [_m(**knobs) for knobs in uniform_family("softmax", "textbook")],
     "transpose-2d-on-batched": [_m(transpose="T"), _m(transpose="np.transpose")],
     "returns-attention-weights": [_m(returns="weights"), _m(returns="weights", softmax="textbook"),

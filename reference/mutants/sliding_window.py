@@ -38,7 +38,7 @@ def attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: tuple[int, int], scale: float | None = None, *,
     left_shift: int = 0, right_shift: int = 0, swap: bool = False, top_left: bool = False,
     default_scale: Callable[[int], float] = lambda d: 1.0 / math.sqrt(d), honour_scale: bool = True,
-    softmax: str = "safe", dim: int = -1, fill: float = float("-inf"),
+    softmax: str = "safe", dim: int = -1, fill: float = float("-inf"), unguarded: bool = False,
 ) -> torch.Tensor:
     """Dense windowed attention with knobs for the catalogued mistakes (all off = correct)."""
     L, S, d = q.shape[-2], k.shape[-2], q.shape[-1]
@@ -52,13 +52,14 @@ def attention(
         m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
         e = torch.exp(scores - m)
         z = e.sum(dim=dim, keepdim=True)
-        weights = e / torch.where(z > 0, z, torch.ones_like(z))
+        weights = e / (z if unguarded else torch.where(z > 0, z, torch.ones_like(z)))
     elif softmax == "torch":
         weights = torch.softmax(scores, dim=dim)
     else:  # "naive" / "naive-guarded": no max subtraction
         e = torch.exp(scores)
         z = e.sum(dim=-1, keepdim=True)
-        weights = e / (torch.where(z > 0, z, torch.ones_like(z)) if softmax == "naive-guarded" else z)
+        guarded = softmax == "naive-guarded" and not unguarded  # unguarded: 0 / 0 on an empty window
+        weights = e / (torch.where(z > 0, z, torch.ones_like(z)) if guarded else z)
     return weights @ v
 
 
@@ -77,8 +78,9 @@ MUTANTS = {
     "scale-inverted": [_m(default_scale=lambda d: math.sqrt(d)),
                        _m(default_scale=lambda d: math.sqrt(d), honour_scale=False)],
     "softmax-wrong-dim": [_m(dim=dim, softmax=kind) for dim in (-2, 1, 0) for kind in ("torch", "safe")],
-    "unstable-softmax": [_m(softmax="naive"), _m(softmax="naive-guarded")],
-    "fully-masked-row-nan": _m(softmax="torch"),
+    # Guarded only: an unguarded exp / sum is `fully-masked-row-nan` as well.
+    "unstable-softmax": _m(softmax="naive-guarded"),
+    "fully-masked-row-nan": [_m(softmax="torch"), _m(unguarded=True)],
     "fully-masked-row-uniform": _m(fill=-1e9, softmax="torch"),
 }
 

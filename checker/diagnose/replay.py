@@ -1,0 +1,165 @@
+"""Which of the candidate's failing tests a catalogued mistake explains: the kata's grader is
+run again, on those tests only, against the mistake's mutant served in this process through
+the candidate API (mutants are ours and trusted: no child process needed).
+
+A mistake explains a failing test when its mutant fails that test too. With two mistakes
+found, each gets its own count ("explains 14 of 16 failing tests").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnkata.checker.autograd import backward
+from attnkata.checker.catalog import Kata
+from attnkata.checker.messages import phrase
+from attnkata.checker.models import PASS, SKIP, TestResult
+from attnkata.checker.proxy import CandidateRaised, Limits, Outcome
+
+
+def _clone(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple | list):
+        return type(x)(_clone(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _clone(v) for k, v in x.items()}
+    return x
+
+
+def _changed(before: Any, after: Any) -> bool:
+    if isinstance(before, torch.Tensor):
+        return not torch.equal(before, after.detach()) and not bool(
+            ((before == after.detach()) | (before.isnan() & after.detach().isnan())).all())
+    if isinstance(before, np.ndarray):
+        return not np.array_equal(before, after, equal_nan=before.dtype.kind == "f")
+    return False
+
+
+def _raised(exc: Exception) -> CandidateRaised:
+    return CandidateRaised(phrase("fail_raised", type=type(exc).__name__, detail=str(exc), doing="a mutant", where=""),
+                           exc_type=type(exc).__name__, exc_message=str(exc))
+
+
+def _run(fn: Any, args: tuple, kwargs: dict[str, Any], grad_wrt: tuple[int, ...], grad_output: Any) -> Outcome:
+    """Call like the candidate's child does: outputs detached, gradients w.r.t. `grad_wrt`,
+    in-place changes to the arguments reported; exceptions become CandidateRaised."""
+    args_l, kwargs_l = list(_clone(args)), _clone(kwargs)
+    pristine = _clone((args_l, kwargs_l))
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            grads = None
+            if grad_wrt:
+                for i in grad_wrt:
+                    args_l[i] = args_l[i].detach().clone().requires_grad_(True)
+                out = fn(*args_l, **kwargs_l)
+                backward(out[0] if isinstance(out, tuple | list) else out, grad_output)
+                grads = tuple(args_l[i].grad for i in grad_wrt)
+            else:
+                with torch.no_grad():
+                    out = fn(*args_l, **kwargs_l)
+        except Exception as exc:  # noqa: BLE001 - the mutant raising is what the grader sees
+            raise _raised(exc) from None
+    value = out.detach() if isinstance(out, torch.Tensor) else out
+    mutated = [] if grad_wrt else [f"argument {i}" for i, (b, a) in enumerate(zip(pristine[0], args_l, strict=True))
+                                   if _changed(b, a)]
+    return Outcome(value=value, grads=grads, mutated=mutated, seconds=time.perf_counter() - t0)
+
+
+class LocalModule:
+    """A mutant module instance, with RemoteModule's API."""
+
+    def __init__(self, candidate: LocalCandidate, module: torch.nn.Module) -> None:
+        from attnkata.checker.child import _structure
+
+        self.candidate, self.module, self.generation, self.handle = candidate, module.eval(), candidate.generation, 0
+        self.structure = _structure(module)
+
+    @property
+    def params(self) -> dict[str, tuple[int, ...]]:
+        return {k: tuple(v) for k, v in self.structure["params"].items()}
+
+    @property
+    def modules(self) -> list[dict[str, Any]]:
+        return self.structure["modules"]
+
+    def to(self, dtype: Any) -> LocalModule:
+        self.module.to(dtype)
+        return self
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        own = dict(self.module.named_parameters()) | dict(self.module.named_buffers())
+        with torch.no_grad():
+            for name, value in state.items():
+                own[name].copy_(value)
+
+    def call(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
+             grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Outcome:
+        fn = getattr(self.module, method) if method else self.module
+        return _run(fn, tuple(args), kwargs or {}, grad_wrt, grad_output)
+
+
+class LocalCandidate:
+    """A mutant ({entry point: variant}, the reference for the other names) with the API of
+    `proxy.Candidate` that graders use."""
+
+    def __init__(self, variant: dict[str, Any], reference: Any) -> None:
+        self.variant, self.reference = variant, reference
+        self.generation = 1
+        self.limits = Limits()
+        self.load_error = None
+        self.load_banned: list[str] = []
+
+    def _get(self, name: str) -> Any:
+        return self.variant.get(name) or getattr(self.reference, name)
+
+    def has(self, name: str) -> bool:
+        return name in self.variant or hasattr(self.reference, name)
+
+    def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
+             grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Outcome:
+        return _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output)
+
+    def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None) -> LocalModule:
+        try:
+            module = self._get(name)(*copy.deepcopy(args), **copy.deepcopy(kwargs or {}))
+        except Exception as exc:  # noqa: BLE001 - the mutant raising is what the grader sees
+            raise _raised(exc) from None
+        return LocalModule(self, module)
+
+
+def failing_tests(kata: Kata, path: Path, variant: dict[str, Any], reference: Any, tests: list[str]) -> set[str] | None:
+    """Which of `tests` (ids as in TestResult) the mutant fails; None when the grader could
+    not be run that way."""
+    import pytest
+
+    from attnkata.checker import plugin
+    from attnkata.checker.runner import no_plugin_autoload, pytest_args
+
+    if not tests:
+        return set()
+    collector = plugin.Collector(LocalCandidate(variant, reference))  # type: ignore[arg-type]
+    nodes = [f"{kata.grader_path}::test_{t}" for t in tests]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), no_plugin_autoload():
+        code = pytest.main([*pytest_args(kata, path)[1:], *nodes], plugins=[plugin, collector])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or collector.collect_errors:
+        return None
+    return {r.id for r in collector.results if r.status not in (PASS, SKIP)}
+
+
+def failing_ids(results: list[TestResult]) -> list[str]:
+    return [t.id for t in results if t.status not in (PASS, SKIP)]
