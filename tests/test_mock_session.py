@@ -90,7 +90,8 @@ def test_full_session_with_a_wrong_solution(tmp_path, monkeypatch):
     assert checked["status"] == "fail"
     assert "exception" in [d["id"] for d in checked["diagnostics"]]
     hint = kata("mock", "hint")
-    assert "10 points" in hint.output and SDPA.progressive_hints[0].text.en.split()[0] in hint.output
+    # The hint follows the diagnosis: this code cannot take a custom scale.
+    assert "10 points" in hint.output and "mistake:input-not-supported" in hint.output
 
     answers, points = answers_for(info["seed"], tmp_path, wrong_choice=True, open_rating=1)
     at(monkeypatch, t0 + 600)
