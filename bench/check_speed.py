@@ -4,7 +4,10 @@ The baseline is the floor any torch-based grader pays (importing torch and pytes
 ratio says how much attnkata's grading adds on top. Both are measured in this run,
 interleaved, and the medians are compared. Target: ratio <= 1.3.
 
-    python bench/check_speed.py [--runs 7] [--file reference/sdpa.py]
+    python bench/check_speed.py [--runs 7] [--kata sdpa] [--file reference/sdpa.py]
+
+A failing file (exit 1) is timed with its diagnosis, e.g.
+    python bench/check_speed.py --kata gqa --file tests/fixtures/mistakes/gqa/kv-repeat-instead-of-interleave.py
 """
 
 from __future__ import annotations
@@ -34,24 +37,29 @@ def timed(cmd: list[str], env: dict[str, str], expect: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--file", default=str(REPO / "reference" / "sdpa.py"),
-                        help="solution to grade (default: the reference, which passes)")
+    parser.add_argument("--kata", default="sdpa")
+    parser.add_argument("--file", default=None,
+                        help="solution to grade (default: the kata's reference, which passes)")
     args = parser.parse_args()
+    args.file = args.file or str(REPO / "reference" / f"{args.kata.replace('-', '_')}.py")
     kata = shutil.which("kata") or sys.exit("`kata` is not on PATH: install attnkata first")
     home = tempfile.mkdtemp(prefix="attnkata-bench-")
     env = {**os.environ, "KATA_HOME": home}
     baseline_cmd = [sys.executable, "-c", "import torch, pytest"]
-    check_cmd = [kata, "check", "sdpa", args.file]
+    check_cmd = [kata, "check", args.kata, args.file]
     timed(baseline_cmd, env, 0)  # warm the page cache for both
-    timed(check_cmd, env, 0)
+    expect = subprocess.run(check_cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    if expect not in (0, 1):
+        sys.exit(f"{' '.join(check_cmd)} exited {expect}")
     base, check = [], []
     for _ in range(args.runs):
         base.append(timed(baseline_cmd, env, 0))
-        check.append(timed(check_cmd, env, 0))
+        check.append(timed(check_cmd, env, expect))
     b, c = statistics.median(base), statistics.median(check)
     print(f"runs: {args.runs} each, interleaved, on {os.cpu_count()} cores")
     print(f"baseline  python -c 'import torch, pytest'   median {b:.3f} s  (min {min(base):.3f})")
-    print(f"attnkata  kata check sdpa {Path(args.file).name:<18} median {c:.3f} s  (min {min(check):.3f})")
+    verdict = "passes" if expect == 0 else "fails, with diagnosis"
+    print(f"attnkata  kata check {args.kata} {Path(args.file).name} ({verdict})  median {c:.3f} s  (min {min(check):.3f})")
     print(f"ratio     {c / b:.2f}  (target <= 1.30)")
     shutil.rmtree(home, ignore_errors=True)
 
