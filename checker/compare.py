@@ -27,6 +27,36 @@ FLOAT32_RTOL = 1.3e-6
 FLOAT32_BASELINE_FACTOR = 4.0
 
 
+def clone_tree(x: Any) -> Any:
+    """A deep copy of the tensors and arrays in nested tuples/lists/dicts (inputs kept pristine)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple | list):
+        return type(x)(clone_tree(v) for v in x)
+    if isinstance(x, dict):
+        return {k: clone_tree(v) for k, v in x.items()}
+    return x
+
+
+def unchanged(before: Any, now: Any) -> bool:
+    """Exactly the same value (NaN equals NaN): how an input's mutation is decided."""
+    if isinstance(before, torch.Tensor):
+        if before.device.type == "meta":
+            return True  # no data to compare
+        if not isinstance(now, torch.Tensor) or now.shape != before.shape or now.dtype != before.dtype:
+            return False
+        now, before = now.detach().cpu(), before.detach().cpu()
+        if before.is_floating_point() or before.is_complex():
+            return bool(((now == before) | (now.isnan() & before.isnan())).all())
+        return bool((now == before).all())
+    if isinstance(before, np.ndarray):
+        return (isinstance(now, np.ndarray) and now.shape == before.shape
+                and np.array_equal(before, now, equal_nan=before.dtype.kind in "fc"))
+    return True
+
+
 def describe(value: Any) -> str:
     """`(2, 3, 5, 8) float64` for arrays/tensors, the type name otherwise."""
     if isinstance(value, torch.Tensor):

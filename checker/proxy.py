@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from attnkata.checker import wire
+from attnkata.checker.compare import unchanged
 from attnkata.checker.messages import Phrase, phrase
 
 DEFAULT_CALL_TIMEOUT = 10.0
@@ -378,20 +379,4 @@ def _mutated(req: dict[str, Any], after: Any) -> list[str]:
     sent = args + list(kwargs.values())
     if not isinstance(after, list) or len(after) != len(sent):
         return [n for n, v in zip(names, sent, strict=True) if isinstance(v, torch.Tensor | np.ndarray)]
-    return [n for n, before, now in zip(names, sent, after, strict=True) if not _same(before, now)]
-
-
-def _same(before: Any, now: Any) -> bool:
-    if isinstance(before, torch.Tensor):
-        if before.device.type == "meta":
-            return True  # no data to compare
-        if not isinstance(now, torch.Tensor) or now.shape != before.shape or now.dtype != before.dtype:
-            return False
-        now, before = now.detach().cpu(), before.detach().cpu()
-        if before.is_floating_point() or before.is_complex():
-            return bool(((now == before) | (now.isnan() & before.isnan())).all())
-        return bool((now == before).all())
-    if isinstance(before, np.ndarray):
-        return (isinstance(now, np.ndarray) and now.shape == before.shape
-                and np.array_equal(before, now, equal_nan=before.dtype.kind in "fc"))
-    return True
+    return [n for n, before, now in zip(names, sent, after, strict=True) if not unchanged(before, now)]

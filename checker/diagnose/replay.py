@@ -16,35 +16,14 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from attnkata.checker.autograd import backward
 from attnkata.checker.catalog import Kata
+from attnkata.checker.compare import clone_tree, unchanged
 from attnkata.checker.messages import phrase
 from attnkata.checker.models import PASS, SKIP, TestResult
-from attnkata.checker.proxy import CandidateRaised, Limits, Outcome
-
-
-def _clone(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.detach().clone()
-    if isinstance(x, np.ndarray):
-        return x.copy()
-    if isinstance(x, tuple | list):
-        return type(x)(_clone(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _clone(v) for k, v in x.items()}
-    return x
-
-
-def _changed(before: Any, after: Any) -> bool:
-    if isinstance(before, torch.Tensor):
-        return not torch.equal(before, after.detach()) and not bool(
-            ((before == after.detach()) | (before.isnan() & after.detach().isnan())).all())
-    if isinstance(before, np.ndarray):
-        return not np.array_equal(before, after, equal_nan=before.dtype.kind == "f")
-    return False
+from attnkata.checker.proxy import CandidateRaised, Limits, Outcome, RemoteModule
 
 
 def _raised(exc: Exception) -> CandidateRaised:
@@ -55,8 +34,8 @@ def _raised(exc: Exception) -> CandidateRaised:
 def _run(fn: Any, args: tuple, kwargs: dict[str, Any], grad_wrt: tuple[int, ...], grad_output: Any) -> Outcome:
     """Call like the candidate's child does: outputs detached, gradients w.r.t. `grad_wrt`,
     in-place changes to the arguments reported; exceptions become CandidateRaised."""
-    args_l, kwargs_l = list(_clone(args)), _clone(kwargs)
-    pristine = _clone((args_l, kwargs_l))
+    args_l, kwargs_l = list(clone_tree(args)), clone_tree(kwargs)
+    pristine = clone_tree((args_l, kwargs_l))
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -75,26 +54,18 @@ def _run(fn: Any, args: tuple, kwargs: dict[str, Any], grad_wrt: tuple[int, ...]
             raise _raised(exc) from None
     value = out.detach() if isinstance(out, torch.Tensor) else out
     mutated = [] if grad_wrt else [f"argument {i}" for i, (b, a) in enumerate(zip(pristine[0], args_l, strict=True))
-                                   if _changed(b, a)]
+                                   if not unchanged(b, a)]
     return Outcome(value=value, grads=grads, mutated=mutated, seconds=time.perf_counter() - t0)
 
 
-class LocalModule:
-    """A mutant module instance, with RemoteModule's API."""
+class LocalModule(RemoteModule):
+    """A mutant module instance in this process, with RemoteModule's API."""
 
     def __init__(self, candidate: LocalCandidate, module: torch.nn.Module) -> None:
         from attnkata.checker.child import _structure
 
-        self.candidate, self.module, self.generation, self.handle = candidate, module.eval(), candidate.generation, 0
-        self.structure = _structure(module)
-
-    @property
-    def params(self) -> dict[str, tuple[int, ...]]:
-        return {k: tuple(v) for k, v in self.structure["params"].items()}
-
-    @property
-    def modules(self) -> list[dict[str, Any]]:
-        return self.structure["modules"]
+        super().__init__(candidate, 0, candidate.generation, _structure(module))  # type: ignore[arg-type]
+        self.module = module.eval()
 
     def to(self, dtype: Any) -> LocalModule:
         self.module.to(dtype)

@@ -14,10 +14,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 
 from attnkata.checker.autograd import backward
+from attnkata.checker.compare import clone_tree, unchanged
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.checker.proxy import Candidate, CandidateFailure, RemoteModule
 
@@ -43,31 +43,12 @@ class Observed:
         return self.error is None
 
 
-def _clone(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.detach().clone()
-    if isinstance(x, np.ndarray):
-        return x.copy()
-    if isinstance(x, tuple | list):
-        return type(x)(_clone(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _clone(v) for k, v in x.items()}
-    return x
-
-
-def _same_input(before: Any, after: Any) -> bool:
-    if isinstance(before, torch.Tensor):
-        return torch.equal(before, after.detach()) or bool(
-            ((before == after.detach()) | (before.isnan() & after.detach().isnan())).all())
-    if isinstance(before, np.ndarray):
-        return np.array_equal(before, after, equal_nan=before.dtype.kind == "f")
-    return True
 
 
 def call_local(fn: Any, probe: Probe) -> Observed:
     """Call a trusted callable (reference or mutant) on fresh copies of the probe's inputs."""
-    args, kwargs = list(_clone(probe.args)), _clone(probe.kwargs)
-    pristine = _clone((args, kwargs))
+    args, kwargs = list(clone_tree(probe.args)), clone_tree(probe.kwargs)
+    pristine = clone_tree((args, kwargs))
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -87,12 +68,12 @@ def call_local(fn: Any, probe: Probe) -> Observed:
             second = None
             if probe.repeat:
                 with torch.no_grad():
-                    second = fn(*_clone(probe.args), **_clone(probe.kwargs))
+                    second = fn(*clone_tree(probe.args), **clone_tree(probe.kwargs))
         except Exception as exc:  # noqa: BLE001 - a mutant that raises is an observation
             return Observed(error=(type(exc).__name__, str(exc)))
     mutated = [f"argument {i}" for i, (b, a) in enumerate(zip(pristine[0], args, strict=True))
-               if probe.grad is None and not _same_input(b, a)]
-    mutated += [f"argument {k!r}" for k, b in pristine[1].items() if not _same_input(b, kwargs[k])]
+               if probe.grad is None and not unchanged(b, a)]
+    mutated += [f"argument {k!r}" for k, b in pristine[1].items() if not unchanged(b, kwargs[k])]
     return Observed(value=value, mutated=mutated, second=second, seconds=time.perf_counter() - t0,
                     warnings=[{"category": w.category.__name__, "message": str(w.message)[:300], "line": None}
                               for w in caught])
