@@ -154,8 +154,9 @@ def banned_references(src: Source) -> list[tuple[SourceRef, str]]:
                 module = getattr(node, "module", None) or ""
                 if any(b in alias.name for b in BANNED_NAMES) or "flex_attention" in module:
                     name = alias.name
-        elif isinstance(node, ast.Attribute) and any(node.attr.startswith(b) for b in BANNED_NAMES):
-            name = node.attr
+        elif isinstance(node, ast.Attribute) and any(node.attr.startswith(b) for b in BANNED_NAMES) \
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            name = node.attr  # (self.scaled_dot_product_attention is the candidate's own method)
         if name:
             stmt = Stmt(node.lineno, node.lineno, "")
             found.append((src.ref(stmt), name))
