@@ -50,6 +50,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
                  "mistakes reproduces it.",
                  "上面失败的测试给出了输出不同的位置；目录中没有哪个已知错误能复现它。"),
     "file_not_found": ("no such file: {path}", "文件不存在：{path}"),
+    "file_is_directory": ("{path} is a directory, not a solution file", "{path} 是一个目录，不是解答文件"),
+    "file_is_directory_hint": ("pass the .py file inside it, e.g. {path}/{file}", "请传入其中的 .py 文件，例如 {path}/{file}"),
     "file_not_found_hint": ("run `kata start {kata}` to create it, or pass a path",
                             "运行 `kata start {kata}` 创建它，或传入文件路径"),
     # What the candidate's process was doing when it failed (checker/proxy.py).

@@ -71,6 +71,7 @@ class Result:
     # How the candidate's code was isolated (checker/sandbox/host.py `Zygote.isolation`).
     isolation: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)  # call_timeout, total_timeout, memory_mb
+    source_sha256: str = ""  # of the text that was graded
     version: int = RESULT_VERSION
 
     @property

@@ -4,6 +4,7 @@ a candidate proxy, then diagnosis. Returns a `Result`; never raises for candidat
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import time
@@ -124,12 +125,18 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
 
     limits = limits or Limits()
     path = Path(path)
+    if path.is_dir():
+        raise UsageError(msg("file_is_directory", lang, path=path),
+                         msg("file_is_directory_hint", lang, path=path, file=kata.solution_file))
     if not path.is_file():
         raise UsageError(msg("file_not_found", lang, path=path), msg("file_not_found_hint", lang, kata=kata.id))
     t0 = time.perf_counter()
     source, static = read_source(path, lang)  # a byte-order mark is dropped; too large: a verdict
     result = Result(kata=kata.id, solution=str(path.resolve()), status=ERROR,
-                    required_tiers=list(kata.required_tiers), lang=lang)
+                    required_tiers=list(kata.required_tiers), lang=lang,
+                    # What was graded is this one reading (the sandbox gets a copy of it): a
+                    # save during the check cannot mix two versions.
+                    source_sha256=hashlib.sha256(source.encode("utf-8")).hexdigest() if source else "")
     static = static or check_source(kata, source, lang, policy=policy, allow_imports=allow_imports)
     result.diagnostics.extend(static)
     stop = stop_status(static)

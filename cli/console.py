@@ -14,11 +14,24 @@ out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
 
 
+_warned: set[str] = set()
+
+
+def _warn_once(text: str) -> None:
+    if text not in _warned:
+        _warned.add(text)
+        err.print(f"warning: {text}", markup=False, highlight=False)
+
+
 def default_lang() -> str:
     """KATA_LANG, else the locale: Chinese for zh_*, English otherwise."""
     env = os.environ.get("KATA_LANG")
     if env:
-        return "zh" if env.lower().startswith("zh") else "en"
+        if env.lower().startswith("zh"):
+            return "zh"
+        if not env.lower().startswith("en"):
+            _warn_once(f"KATA_LANG={env!r} is not a language attnkata speaks (en, zh): using English")
+        return "en"
     for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = os.environ.get(var)
         if value:

@@ -241,6 +241,8 @@ def history(
     json_out: JsonOption = False,
 ) -> None:
     """Your recent attempts."""
+    if limit < 1:
+        raise UsageError("--limit must be at least 1")
     if kata is not None:
         kata = catalog.get_kata(kata).id
     with History() as h:

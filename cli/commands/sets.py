@@ -18,6 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from attnkata.checker.errors import UsageError
 from attnkata.cli.console import err, out, print_json
@@ -71,7 +72,7 @@ def create(
         print_json(manifest.to_dict())
         return
     for w in opts.warnings:
-        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+        err.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)
     table = Table(title=manifest.title)
     for col in ("kata", "file", "hidden tests", "public samples"):
         table.add_column(col)
@@ -91,7 +92,7 @@ def verify(bundle: Annotated[Path, typer.Argument(help="The problem set folder."
 
     manifest, warnings = verify_bundle(bundle)
     for w in warnings:
-        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+        err.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)
     out.print(f"[green]OK[/] {manifest.title}: {', '.join(manifest.kata_ids)} ({len(manifest.files)} files match)")
 
 
@@ -178,7 +179,7 @@ def grade(
         raise typer.Exit(130) from None
     paths = write_all(results, csv_path=csv_path, json_path=json_path, html_path=html_path, feedback_dir=feedback)
     for w in results.warnings:
-        err.print(f"[yellow]warning:[/] {w}", highlight=False, markup=False)
+        err.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)
     s = results.stats
     if not quiet:
         table = Table(title=results.manifest.title)
