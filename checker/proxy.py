@@ -309,7 +309,9 @@ class Candidate:
 
     def _crashed(self, doing: Phrase) -> CandidateCrashed:
         spawn = self._spawn
-        status = self._zygote.exit_status(spawn.token, wait=2.0) if spawn is not None else None
+        # A process that really ended is reported within the zygote's 50 ms reaping loop; one
+        # that only closed its end of the channel is not waited for: it is killed below.
+        status = self._zygote.exit_status(spawn.token, wait=0.5) if spawn is not None else None
         if spawn is not None:
             if status is None:
                 status = self._kill()  # closed its channel but stayed alive: it goes now

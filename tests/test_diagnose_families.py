@@ -271,3 +271,17 @@ def test_dropout_in_a_function_is_named_and_nothing_else(tmp_path):
         "return torch.softmax", "return torch.nn.functional.dropout(torch.softmax").replace(") @ v", "), 0.1) @ v"))
     assert essential(result) == ["nondeterministic-output"]
     assert any("bernoulli" in e or "dropout" in e for e in result.diagnostics[0].evidence)
+
+
+@pytest.mark.parametrize("body", ["return q * 0", "return q + 1"])
+def test_an_output_of_the_wrong_shape_matches_no_family(tmp_path, body):
+    """q has d columns, the output must have dv: every element differs, so where it differs
+    says nothing about any mistake (found on hostile files returning junk)."""
+    result = run(tmp_path, "sdpa", f"""
+        def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
+            {body}
+        """)
+    assert result.status == "fail"
+    ids = [d.id for d in result.diagnostics]
+    assert "fully-masked-row-nan" not in ids and "fully-masked-row-uniform" not in ids
+    assert all("explains" not in e for d in result.diagnostics for e in d.evidence)

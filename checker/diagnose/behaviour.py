@@ -244,6 +244,8 @@ def _family_region(probes: list[Probe], cand: list[Observed], ref: list[Observed
     changed = sum(int(np.logical_or.reduce([sig[i] for sig, _ in items]).sum()) for i in range(len(sizes)))
     if changed > REGION_MAX_SHARE * sum(n + 1 for n in sizes):
         return None
+    if any(d[n] for d, n in zip(dev, sizes, strict=True)):
+        return None  # the candidate's output has another shape: where it differs says nothing
     for i, (c, n) in enumerate(zip(cand, sizes, strict=True)):
         sigs = [sig[i] for sig, _ in items]
         union, core = np.logical_or.reduce(sigs), np.logical_and.reduce(sigs)

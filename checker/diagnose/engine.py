@@ -266,7 +266,7 @@ class Engine:
             # Reproduced wherever it shows, but the rest of the deviation is something else:
             # worth saying, not certain enough to be the verdict.
             f = self._add_matched({mid: shown}, 1, {mid: muts[mid][vi]} if vi != FAMILY else {},
-                                  shares={mid: share})[0]
+                                  shares={mid: share}, partial=True)[0]
             f.severity, f.variant = "informative", vi
 
     def count_explained(self) -> None:
@@ -281,8 +281,8 @@ class Engine:
         behavioural = [f for f in self.findings.values() if f.variant is not None]
         others = [f for f in self.findings.values() if f.variant is None and f.strength >= 2]
         counts: dict[str, int] = {}
-        if len(behavioural) == 1 and not others:
-            counts[behavioural[0].id] = len(failing)
+        if len(behavioural) == 1 and not others and behavioural[0].severity != "informative":
+            counts[behavioural[0].id] = len(failing)  # the one certain finding explains them all
         elif len(behavioural) > 1 or others:
             for f in behavioural:
                 if f.variant == FAMILY or f.variant is None:
@@ -413,7 +413,8 @@ class Engine:
         f.data["weights_message"] = message
 
     def _add_matched(self, matched: dict[str, list[str]], strength: int, outs_of: dict[str, list[Observed]],
-                     shares: dict[str, float] | None = None, together: str = "") -> list[Finding]:
+                     shares: dict[str, float] | None = None, together: str = "",
+                     partial: bool = False) -> list[Finding]:
         assert self.spec is not None
         by_name = {p.name: p for p in self.spec.probes}
         added = []
@@ -424,6 +425,11 @@ class Engine:
             if outs is not None:
                 ev = self.t(f"reproduced on the probe(s) {names}: your output equals the known-wrong variant and "
                             "differs from the reference", f"在探测输入 {names_zh} 上复现：你的输出与已知错误写法一致，与参考答案不同")
+            elif partial:  # a family's shared behaviour, and other differences besides
+                ev = self.t(f"on the probe(s) {names} your output goes wrong where every known spelling of this "
+                            "mistake does; it also differs from the reference elsewhere",
+                            f"在探测输入 {names_zh} 上，你的输出在该错误所有已知写法都会出错的地方出错；"
+                            "在其他地方也与参考答案不同")
             else:  # matched by what a family's spellings share: no one mutant
                 ev = self.t(f"on the probe(s) {names} your output goes wrong exactly where every known spelling of "
                             "this mistake does, and nowhere else",
