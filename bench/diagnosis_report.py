@@ -48,18 +48,10 @@ COST_IDS = {"window-materializes-full-scores"}  # right values, wrong cost
 
 def _diagnose_anyway(kata, path: Path, result=None):  # noqa: ANN001, ANN202
     """The grading result and the diagnosis run on the file even if it passed."""
-    from attnkata.checker import models
-    from attnkata.checker.diagnose import diagnose_result
-    from attnkata.checker.proxy import Candidate
+    from attnkata.checker.diagnose import diagnose_as_passing
     from attnkata.checker.runner import check
 
-    result = result or check(kata, path, diagnose=False)
-    as_passing = models.Result(kata=kata.id, solution=str(path), status=models.PASS,
-                               tests=[models.TestResult("all", "core", models.PASS)],
-                               required_tiers=list(kata.required_tiers))
-    with Candidate(path) as candidate:
-        candidate.start()
-        return result, diagnose_result(kata, path, path.read_text(encoding="utf-8"), as_passing, candidate, "en")
+    return result or check(kata, path, diagnose=False), diagnose_as_passing(kata, path)
 
 
 def _essential(diags: list) -> list[str]:

@@ -175,7 +175,10 @@ class _Decoder:
                 raise WireError("bad dict")
             return {str(k): self.value(v, depth + 1) for k, v in items.items()}
         if "$f" in node:
-            return float(str(node["$f"])) if str(node["$f"]) in ("nan", "inf", "-inf") else _bad("float")
+            text = str(node["$f"])
+            if text not in ("nan", "inf", "-inf"):
+                raise WireError("bad float")
+            return float(text)
         if "$dtype" in node:
             return _torch_dtype(node["$dtype"])
         if "$device" in node:
@@ -211,10 +214,6 @@ class _Decoder:
         shape = _shape(node.get("shape"))
         raw = self.take(math.prod(shape) * dtype.itemsize)
         return np.frombuffer(bytes(raw), dtype=dtype).reshape(shape).copy()
-
-
-def _bad(what: str) -> Any:
-    raise WireError(f"bad {what}")
 
 
 def _list(value: Any) -> list[Any]:

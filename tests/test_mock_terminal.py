@@ -158,6 +158,11 @@ def _gone(pid: int, timeout: float = 10.0) -> bool:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
+        try:  # dead but not yet reaped by its parent (tmux, under load) is gone too
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except (OSError, IndexError):
+            return True
         time.sleep(0.1)
     return False
 

@@ -13,10 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from attnkata.checker import models
 from attnkata.checker.catalog import all_katas, get_kata
-from attnkata.checker.diagnose import catalogue, diagnose_result
-from attnkata.checker.proxy import Candidate
+from attnkata.checker.diagnose import catalogue, diagnose_as_passing
 from attnkata.checker.runner import check
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -79,18 +77,6 @@ def test_mistake_fixture_is_diagnosed(kata_id: str, path: Path) -> None:
     assert not others, f"{path.name}: only {want} is in this file, but also diagnosed {others}"
 
 
-def _diagnose_as_passing(kata_id: str, path: Path) -> list:
-    """The diagnosis run on a solution as if it had passed (the runner would skip it): what
-    the probes, the trace and the source rules say about it on their own."""
-    kata = get_kata(kata_id)
-    result = models.Result(kata=kata.id, solution=str(path), status=models.PASS,
-                           tests=[models.TestResult("all", "core", models.PASS)],
-                           required_tiers=list(kata.required_tiers))
-    with Candidate(path) as candidate:
-        candidate.start()
-        return diagnose_result(kata, path, path.read_text(encoding="utf-8"), result, candidate, "en")
-
-
 # Right values, wrong cost (e.g. alt/sliding-window/full_mask.py): legitimate for an
 # alternative only if the grader's efficiency tier fails it too.
 COST_IDS = {"window-materializes-full-scores"}
@@ -98,7 +84,7 @@ COST_IDS = {"window-materializes-full-scores"}
 
 @pytest.mark.parametrize(("kata_id", "path"), _correct_cases())
 def test_correct_solution_gets_no_essential_diagnosis(kata_id: str, path: Path) -> None:
-    essential = [(d.id, d.evidence) for d in _diagnose_as_passing(kata_id, path) if d.is_error]
+    essential = [(d.id, d.evidence) for d in diagnose_as_passing(get_kata(kata_id), path) if d.is_error]
     if essential and {mid for mid, _ in essential} <= COST_IDS and "/alt/" in str(path):
         result = check(get_kata(kata_id), path, diagnose=False)
         failing = {t.tier for t in result.failed_tests if t.status != "skip"}

@@ -33,8 +33,7 @@ import pytest
 
 from attnkata.checker import models
 from attnkata.checker.catalog import all_katas, get_kata
-from attnkata.checker.diagnose import catalogue, diagnose_result
-from attnkata.checker.proxy import Candidate
+from attnkata.checker.diagnose import catalogue, diagnose_as_passing
 from attnkata.checker.runner import check
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
@@ -114,18 +113,6 @@ def test_corpus_covers_every_kata() -> None:
         f"{len(LABELS)} files, {passing} correct, {two} with two mistakes")
 
 
-def diagnose_as_passing(kata_id: str, path: Path) -> list[models.Diagnostic]:
-    """What the probes, the trace and the source rules say about a file on their own, as if
-    it had passed (the runner skips the diagnosis of a passing file)."""
-    kata = get_kata(kata_id)
-    result = models.Result(kata=kata.id, solution=str(path), status=models.PASS,
-                           tests=[models.TestResult("all", "core", models.PASS)],
-                           required_tiers=list(kata.required_tiers))
-    with Candidate(path) as candidate:
-        candidate.start()
-        return diagnose_result(kata, path, path.read_text(encoding="utf-8"), result, candidate, "en")
-
-
 def judge(label: dict[str, Any], passed: bool, diagnostics: list[models.Diagnostic]) -> list[str]:
     """Every way `label` is not met by a grading (passed, diagnostics); empty when it is.
 
@@ -168,7 +155,7 @@ def test_real_style_file(kata_id: str, label: dict[str, Any]) -> None:
         result = check(kata, path, lang="en", diagnose=False)
         failed = [f"{t.id}: {t.message[:300]}" for t in result.failed_tests if t.status != models.SKIP]
         problems = [f"the grader fails this correct file: {failed[:3]}"] if not result.passed else []
-        problems += judge(label, True, diagnose_as_passing(kata_id, path))
+        problems += judge(label, True, diagnose_as_passing(get_kata(kata_id), path))
     else:
         # "It fails" and the diagnosis need only the first failed test (as the mutation matrix).
         result = check(kata, path, lang="en", maxfail=1)

@@ -111,3 +111,18 @@ def diagnose_result(kata: Kata, path: Path, source: str, result: Result, candida
         return [Diagnostic(id=m.id, severity=m.severity, title=m.render("title", lang),
                            explanation=m.render("explanation", lang).strip(), fix=m.render("fix", lang),
                            evidence=[note])]
+
+
+def diagnose_as_passing(kata: Kata, path: Path, lang: str = "en") -> list[Diagnostic]:
+    """The diagnosis of a file as if it had passed (the runner skips it then): what the
+    probes, the trace and the source rules say on their own. The measure of false
+    diagnoses on correct files (tests, bench/diagnosis_report.py)."""
+    from attnkata.checker import models
+    from attnkata.checker.proxy import Candidate
+
+    result = models.Result(kata=kata.id, solution=str(path), status=models.PASS,
+                           tests=[models.TestResult("all", "core", models.PASS)],
+                           required_tiers=list(kata.required_tiers))
+    with Candidate(path) as candidate:
+        candidate.start()
+        return diagnose_result(kata, path, path.read_text(encoding="utf-8-sig"), result, candidate, lang)

@@ -397,40 +397,30 @@ def _namespaces_possible() -> str:
     return ""
 
 
-def zygote(start_only: bool = False) -> Zygote:
-    """This process's running zygote, started on first use (or after the last one died)."""
-    global _current, _fallback_note
-    if _current is not None and _current.owner == os.getpid() and _current.alive():
-        if not start_only:
-            try:
-                _current.wait_ready()
-            except SandboxUnavailable as exc:
-                if _current.mode != "namespaces" or requested_mode() != "auto":
-                    _current = None
-                    raise
-                _current, _fallback_note = None, f"namespaces unavailable: {exc}"
-                return zygote()
-        return _current
+def _new_zygote() -> Zygote:
     mode = requested_mode()
-    if mode == "auto":
-        why = _fallback_note or _namespaces_possible()
-        if not why:
-            z = Zygote("namespaces")
-            if start_only:
-                _current = z
-                return z
-            try:
-                z.wait_ready()
-                _current = z
-                return z
-            except SandboxUnavailable as exc:
-                _fallback_note = f"namespaces unavailable: {exc}"
-        _current = Zygote("subprocess", note=_fallback_note or f"namespaces unavailable: {why}")
-    else:
-        note = f"forced by {ENV_MODE}={mode}" if mode == "subprocess" else ""
-        _current = Zygote(mode, note=note)
-    if not start_only:
+    if mode != "auto":
+        return Zygote(mode, note=f"forced by {ENV_MODE}={mode}" if mode == "subprocess" else "")
+    why = _fallback_note or _namespaces_possible()
+    return Zygote("subprocess", note=f"namespaces unavailable: {why}") if why else Zygote("namespaces")
+
+
+def zygote(start_only: bool = False) -> Zygote:
+    """This process's running zygote, started on first use (or after the last one died).
+    In "auto" mode a namespaces zygote that cannot start gives way to the fallback, once."""
+    global _current, _fallback_note
+    if _current is None or _current.owner != os.getpid() or not _current.alive():
+        _current = _new_zygote()
+    if start_only:
+        return _current
+    try:
         _current.wait_ready()
+    except SandboxUnavailable as exc:
+        mode, _current = _current.mode, None
+        if mode != "namespaces" or requested_mode() != "auto":
+            raise
+        _fallback_note = str(exc)
+        return zygote()
     return _current
 
 

@@ -115,14 +115,18 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-def drop_capabilities() -> None:
-    """Empty the bounding set (so no later execve can grant any), the ambient set, then the
-    effective/permitted/inheritable sets of this process."""
+def drop_bounding_set() -> None:
+    """Empty the bounding set, so that no later execve can grant any capability (needs
+    CAP_SETPCAP: before any change of uid)."""
     for cap in range(64):
         try:
             prctl(PR_CAPBSET_DROP, cap)
         except SandboxError:
             break  # past the last capability this kernel knows
+
+
+def drop_capabilities() -> None:
+    """Clear the ambient set, then the effective/permitted/inheritable sets of this process."""
     try:
         prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     except SandboxError:
@@ -137,12 +141,10 @@ def no_new_privs() -> None:
 
 
 def set_limit(which: int, value: int) -> None:
-    try:
-        resource.setrlimit(which, (value, value))
-    except (ValueError, OSError):
-        soft, hard = resource.getrlimit(which)
-        if hard == resource.RLIM_INFINITY or value < hard:
-            resource.setrlimit(which, (value, hard if hard != resource.RLIM_INFINITY else value))
+    """Soft and hard limit to `value`, or to the hard limit already in force if it is lower."""
+    hard = resource.getrlimit(which)[1]
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(which, (value, value))
 
 
 def write(path: str, text: str) -> None:

@@ -338,11 +338,7 @@ def _candidate(sock: socket.socket, log: int, path: str, limits: dict[str, Any],
     # (namespaces) or nobody; for the user's own uid in the fallback it would count their shell.
     _limits(limits if namespaces or as_root else {**limits, "nproc": 0})
     if namespaces:
-        for cap in range(64):  # the bounding set first: dropping it needs CAP_SETPCAP
-            try:
-                linux.prctl(linux.PR_CAPBSET_DROP, cap)
-            except linux.SandboxError:
-                break
+        linux.drop_bounding_set()
     if as_root:
         uid = NS_ROOT_UID if namespaces else UNPRIVILEGED
         os.setgroups([])
