@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,27 +20,34 @@ if TYPE_CHECKING:  # torch stays out of the import of this module
     from attnkata.checker.proxy import Limits
 
 
-def limits_for(timeout: float | None) -> Limits:
-    """`--timeout` seconds per call of the candidate's code, 6x that in total."""
+def limits_for(timeout: float | None, kata: catalog.Kata | None = None) -> Limits:
+    """`--timeout` seconds per call of the candidate's code, 6x that in total; without it, the
+    kata's default from its reference's own time (checker/timing.py)."""
     from attnkata.checker.proxy import Limits
+    from attnkata.checker.timing import CALLS_IN_TOTAL, default_call_timeout
 
     if timeout is None:
-        return Limits()
-    if not math.isfinite(timeout) or timeout <= 0:
+        if kata is None:
+            return Limits()
+        timeout = default_call_timeout(kata.id)
+    elif not math.isfinite(timeout) or timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
-    return Limits(call_timeout=timeout, total_timeout=timeout * 6)
+    return Limits(call_timeout=timeout, total_timeout=round(timeout * CALLS_IN_TOTAL, 3))
 
 
 def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang: str = "en",
-          record: bool = True, mode: str = "practice") -> Result:
-    """Grade the file at `path` and (unless `record` is false) add the attempt to the history."""
+          record: bool = True, mode: str = "practice", cancel: threading.Event | None = None,
+          progress: Callable[[str], None] | None = None) -> Result:
+    """Grade the file at `path` and (unless `record` is false) add the attempt to the history.
+
+    A cancelled (CheckCancelled) or interrupted (KeyboardInterrupt) check records nothing."""
     from attnkata.checker.sandbox import host
 
     host.prestart()  # the sandbox imports torch while this process does the same
     from attnkata.checker.runner import check as run_check
 
     t0 = time.time()
-    result = run_check(kata, path, limits=limits_for(timeout), lang=lang)
+    result = run_check(kata, path, limits=limits_for(timeout, kata), lang=lang, cancel=cancel, progress=progress)
     if record:
         from attnkata.checker.store import History
 

@@ -11,6 +11,7 @@ grader compares the inputs itself and the static policy runs before any of this.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.abc
 import importlib.util
 import os
@@ -112,18 +113,19 @@ class _DispatchRecorder(TorchDispatchMode):
             raise BannedCall("flex_attention")
         out = func(*args, **kwargs)
         st = self.state
-        name = func._schema.name
+        name, writes = _op_info(func)
         st.ops[name] += 1
         if name.startswith(BANNED_OP_PREFIXES):
             st.banned.append(name)
-        for arg, value in zip(func._schema.arguments, list(args) + [kwargs.get(a.name) for a in func._schema.arguments[len(args):]], strict=False):
-            if arg.alias_info is not None and arg.alias_info.is_write and isinstance(value, torch.Tensor):
+        for i, arg_name in writes:
+            value = args[i] if i < len(args) else kwargs.get(arg_name)
+            if isinstance(value, torch.Tensor):
                 which = st.input_storages.get(_storage_key(value))
                 if which is not None:
                     st.inplace_on_inputs.append({"op": name, "input": which})
-        for t in tree_flatten(out)[0]:
+        for t in (out,) if isinstance(out, torch.Tensor) else tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
-                st.out_dtypes[str(t.dtype).replace("torch.", "")] += 1
+                st.out_dtypes[_dtype_name(t.dtype)] += 1
                 try:
                     elements = t.untyped_storage().nbytes() // max(t.element_size(), 1)
                 except (RuntimeError, NotImplementedError):
@@ -132,10 +134,25 @@ class _DispatchRecorder(TorchDispatchMode):
                     st.largest = {
                         "elements": int(elements),
                         "shape": list(t.shape),
-                        "dtype": str(t.dtype).replace("torch.", ""),
+                        "dtype": _dtype_name(t.dtype),
                         "op": name,
                     }
         return out
+
+
+@functools.cache
+def _op_info(func: Any) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """An op's name and the (position, name) of the arguments it writes into, read from its
+    schema once: the recorder runs for every aten op of every call."""
+    schema = func._schema
+    writes = tuple((i, a.name) for i, a in enumerate(schema.arguments)
+                   if a.alias_info is not None and a.alias_info.is_write)
+    return schema.name, writes
+
+
+@functools.cache
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -297,9 +314,12 @@ class Server:
         wrt = req.get("grad_wrt") or ()
         for i in wrt:
             args[i] = args[i].detach().clone().requires_grad_(True)
+        # Tensors nested in tuples/lists (a KV cache passed as (k, v)) are inputs too.
         inputs = {
-            _storage_key(a): f"argument {i}" for i, a in enumerate(args) if isinstance(a, torch.Tensor)
-        } | {_storage_key(v): f"argument {k!r}" for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
+            _storage_key(t): f"argument {i}" for i, a in enumerate(args)
+            for t in tree_flatten(a)[0] if isinstance(t, torch.Tensor)
+        } | {_storage_key(t): f"argument {k!r}" for k, v in kwargs.items()
+             for t in tree_flatten(v)[0] if isinstance(t, torch.Tensor)}
         state = _TraceState(inputs)
         grads = None
         with warnings.catch_warnings(record=True) as caught:
@@ -331,7 +351,7 @@ class Server:
             "trace": state.summary(),
             # The grader decides whether an input was modified by comparing these with what
             # it sent (proxy.py); nothing the child concludes about itself is trusted.
-            "inputs_after": [a if isinstance(a, torch.Tensor | np.ndarray) else None
+            "inputs_after": [a if isinstance(a, torch.Tensor | np.ndarray | tuple | list) else None
                              for a in args + list(kwargs.values())],
             "seconds": seconds,
         }

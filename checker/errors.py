@@ -38,3 +38,9 @@ class KataDefinitionError(KataError):
     """A kata shipped with attnkata is broken (not the candidate's fault)."""
 
     exit_code = 3
+
+
+class CheckCancelled(KeyboardInterrupt):
+    """A check stopped because the file changed again (`kata watch` starts over). A
+    KeyboardInterrupt subclass so that pytest ends its session instead of recording a failure;
+    nothing of a cancelled check is recorded."""

@@ -35,12 +35,13 @@ def _grid(grid: list[list[int | None]], other: list[list[int | None]] | None) ->
     return f'<table style="border-collapse:collapse">{"".join(rows)}</table>'
 
 
-def _pictures(d: Diagnostic, labels: dict[str, str]) -> str:
+def _pictures(d: Diagnostic, labels: dict[str, str], lang: str) -> str:
     parts = []
     expected, got = d.data.get("mask_expected"), d.data.get("mask_got")
     if expected:
         right = _grid(got, expected) if got else "—"
-        parts.append(f'<div style="color:#57606a">{escape(labels["grid"])}</div><table><tr>'
+        caption = _local(d.data["grid_caption"], lang) if d.data.get("grid_caption") else labels["grid"]
+        parts.append(f'<div style="color:#57606a">{escape(caption)}</div><table><tr>'
                      f'<th>{escape(labels["expected"])}</th><th>{escape(labels["got"])}</th></tr>'
                      f'<tr><td>{_grid(expected, None)}</td><td>{right}</td></tr></table>')
     heads, heads_got = d.data.get("head_map_expected"), d.data.get("head_map_got") or []
@@ -53,7 +54,33 @@ def _pictures(d: Diagnostic, labels: dict[str, str]) -> str:
         parts.append(f'<div style="color:#57606a">{escape(labels["heads"])}</div><table>'
                      f'{row(labels["expected"], heads, None)}{row(labels["got"], heads_got, heads) if heads_got else ""}'
                      "</table>")
+    for pic in d.data.get("pictures") or []:
+        parts.append(_picture(pic, lang))
     return "".join(parts)
+
+
+def _local(value: Any, lang: str) -> str:
+    if isinstance(value, dict):
+        return str(value.get(lang) or value.get("en") or "")
+    return "" if value is None else str(value)
+
+
+def _picture(pic: Any, lang: str) -> str:
+    """A kata's own table picture: marked rows in bold, differing cells in red."""
+    if not isinstance(pic, dict) or not pic.get("rows"):
+        return ""
+    marked = set(pic.get("marked") or [])
+    differs = {(r, c) for r, c in pic.get("differs") or []}
+    head = "".join(f'<th style="color:#57606a;padding:0 8px">{escape(_local(c, lang))}</th>'
+                   for c in pic.get("columns") or [])
+    body = []
+    for i, row in enumerate(pic["rows"]):
+        cells = "".join(
+            f'<td style="padding:0 8px;{"color:#cf222e;font-weight:bold" if (i, j) in differs else ""}">'
+            f'{escape(_local(v, lang) if v is not None else "—")}</td>' for j, v in enumerate(row))
+        body.append(f'<tr style="{"font-weight:bold" if i in marked else ""}">{cells}</tr>')
+    return (f'<div style="color:#57606a">{escape(_local(pic.get("caption"), lang))}</div>'
+            f'<table style="border-collapse:collapse;font-family:monospace"><tr>{head}</tr>{"".join(body)}</table>')
 
 
 def _excerpt(d: Diagnostic, lines: list[str], labels: dict[str, str]) -> str:
@@ -71,7 +98,7 @@ def _excerpt(d: Diagnostic, lines: list[str], labels: dict[str, str]) -> str:
     return "".join(out)
 
 
-def _diagnostic(d: Diagnostic, lines: list[str], labels: dict[str, str]) -> str:
+def _diagnostic(d: Diagnostic, lines: list[str], labels: dict[str, str], lang: str) -> str:
     colour = "#cf222e" if d.severity == "essential" else "#9a6700" if d.severity == "actionable" else "#57606a"
     parts = [f'<div style="border-left:4px solid {colour};padding:4px 10px;margin:8px 0">',
              f'<div><b>{escape(d.title)}</b> <code style="color:#57606a">{escape(d.id)}</code> '
@@ -81,7 +108,7 @@ def _diagnostic(d: Diagnostic, lines: list[str], labels: dict[str, str]) -> str:
     if d.fix:
         parts.append(f"<p><b>{escape(labels['fix'])}:</b> {escape(d.fix)}</p>")
     parts.append(_excerpt(d, lines, labels))
-    parts.append(_pictures(d, labels))
+    parts.append(_pictures(d, labels, lang))
     if d.evidence:
         items = "".join(f"<li>{escape(e)}</li>" for e in d.evidence[:4])
         parts.append(f'<details><summary>{escape(labels["evidence"])}</summary><ul>{items}</ul></details>')
@@ -114,5 +141,5 @@ def result_html(result: Result, source: str | None = None) -> str:
                            f"<table>{rows}</table></details>")
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     diags = sorted(result.diagnostics, key=lambda d: rank.get(d.severity, 9))[:MAX_DIAGNOSTICS]
-    body = "".join(_diagnostic(d, lines, labels) for d in diags)
+    body = "".join(_diagnostic(d, lines, labels, result.lang) for d in diags)
     return f'<div class="attnkata-result">{head}{"".join(tier_blocks)}{body}</div>'

@@ -104,6 +104,11 @@ class Result:
         """The graded text, for renderers that show its lines (not part of the JSON)."""
         self._source = source
 
+    @property
+    def graded_source(self) -> str | None:
+        """The text that was graded (attached by the runner), whatever the file holds now."""
+        return getattr(self, "_source", None)
+
     def _repr_html_(self) -> str:
         from attnkata.checker.html import result_html
 

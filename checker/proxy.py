@@ -13,7 +13,9 @@ decided here, from the inputs as the child returns them.
 from __future__ import annotations
 
 import os
+import select
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ import torch
 
 from attnkata.checker import wire
 from attnkata.checker.compare import unchanged
+from attnkata.checker.errors import CheckCancelled
 from attnkata.checker.messages import Phrase, phrase
 
 DEFAULT_CALL_TIMEOUT = 10.0
@@ -167,6 +170,9 @@ class Candidate:
         self._spawn: Any = None
         self._log_path: str | None = None
         self.load_error: CandidateFailure | None = None
+        # Set from another thread (a save during `kata watch`): the current call is abandoned,
+        # the candidate killed and CheckCancelled raised.
+        self.cancel: threading.Event | None = None
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
@@ -262,6 +268,8 @@ class Candidate:
 
     def _request(self, req: dict[str, Any], doing: Phrase, target: str | None = None) -> dict[str, Any]:
         target = target or req.get("name")
+        if self.cancel is not None and self.cancel.is_set():
+            raise CheckCancelled()
         if target in self.timed_out:
             raise CandidateTimeout(phrase("fail_after_timeout", name=target))
         self.ensure_started()  # (re)starts a process stopped by an earlier failure
@@ -282,8 +290,22 @@ class Candidate:
             raise self._failure(reply, doing)
         return reply
 
+    def _await_reply(self, deadline: float) -> None:
+        """Wait for the first byte of a reply in short slices, so that a cancelled check does
+        not wait for a slow call to finish (a started frame is always read whole)."""
+        if self.cancel is None:
+            return
+        sock = self._spawn.sock
+        while not self.cancel.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or select.select([sock], [], [], min(left, 0.05))[0]:
+                return
+        self._kill()
+        raise CheckCancelled()
+
     def _receive(self, wait: float, doing: Phrase) -> dict[str, Any]:
         t0 = time.monotonic()
+        self._await_reply(t0 + wait)
         try:
             reply = wire.recv(self._spawn.sock, deadline=t0 + wait, max_bytes=self.limits.reply_mb << 20)
         except wire.FrameTimeout:

@@ -7,12 +7,14 @@ import contextlib
 import hashlib
 import io
 import os
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from attnkata.checker.catalog import Kata
-from attnkata.checker.errors import KataDefinitionError, UsageError
+from attnkata.checker.errors import CheckCancelled, KataDefinitionError, UsageError
 from attnkata.checker.messages import msg
 from attnkata.checker.models import ERROR, TIMEOUT, Diagnostic, Result, SourceRef, overall_status
 from attnkata.checker.proxy import (
@@ -103,16 +105,35 @@ def pytest_args(kata: Kata, path: Path) -> list[str]:
     ]
 
 
+class _Watcher:
+    """Reports each test as it starts (the terminal's spinner) and ends the pytest session
+    when the check is cancelled (pytest stops on a KeyboardInterrupt)."""
+
+    def __init__(self, progress: Callable[[str], None] | None, cancel: threading.Event | None) -> None:
+        self.progress = progress
+        self.cancel = cancel
+
+    def pytest_runtest_setup(self, item: Any) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise CheckCancelled()
+        if self.progress is not None:
+            self.progress(item.nodeid.rsplit("::", 1)[-1])
+
+
 def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "en",
           diagnose: bool = True, maxfail: int | None = None, policy: str = "warn",
-          allow_imports: Iterable[str] = ()) -> Result:
+          allow_imports: Iterable[str] = (), cancel: threading.Event | None = None,
+          progress: Callable[[str], None] | None = None) -> Result:
     """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file.
 
     `maxfail`: stop grading after that many failed tests (the diagnosis still runs); for
     callers that only need "it fails" and the diagnosis, such as the mutation matrix.
     `policy`: "warn" reports what the static policy (checker/policy.py) finds and grades the
     file anyway (`kata check`); "enforce" fails such a file without running it (mock
-    interviews, graded sets). `allow_imports`: modules the policy accepts beyond its list."""
+    interviews, graded sets). `allow_imports`: modules the policy accepts beyond its list.
+    `cancel`: when set (from another thread), the check stops and raises CheckCancelled.
+    `progress`: called with each test's name as it starts, then "diagnosis".
+    A Ctrl-C ends the candidate's processes and propagates as KeyboardInterrupt."""
     import pytest
     import torch
 
@@ -137,6 +158,7 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
                     # What was graded is this one reading (the sandbox gets a copy of it): a
                     # save during the check cannot mix two versions.
                     source_sha256=hashlib.sha256(source.encode("utf-8")).hexdigest() if source else "")
+    result.attach_source(source)
     static = static or check_source(kata, source, lang, policy=policy, allow_imports=allow_imports)
     result.diagnostics.extend(static)
     stop = stop_status(static)
@@ -146,6 +168,7 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
         return result
     lines = source.splitlines()
     with Candidate(path, limits, source=source) as candidate:
+        candidate.cancel = cancel
         candidate.start()
         result.isolation = candidate.isolation
         result.limits = {"call_timeout": limits.call_timeout, "total_timeout": limits.total_timeout,
@@ -164,7 +187,9 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), no_plugin_autoload():
             args = pytest_args(kata, path) + ([f"--maxfail={maxfail}"] if maxfail else [])
-            code = pytest.main(args, plugins=[plugin, collector])
+            code = pytest.main(args, plugins=[plugin, collector, _Watcher(progress, cancel)])
+        if code == pytest.ExitCode.INTERRUPTED:  # pytest swallowed it; the caller must not
+            raise CheckCancelled() if cancel is not None and cancel.is_set() else KeyboardInterrupt()
         t_tests = time.perf_counter()
         if collector.collect_errors or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             detail = (collector.collect_errors or [out.getvalue()[-1500:]])[0]
@@ -174,6 +199,9 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
         result.diagnostics.extend(_dedupe([failure_diagnostic(f, lines, lang) for f in collector.failures]))
         if diagnose and not result.passed:
             from attnkata.checker.diagnose import diagnose_result
+
+            if progress is not None:
+                progress("diagnosis")
 
             result.diagnostics = diagnose_result(kata, path, source, result, candidate, lang) + result.diagnostics
     result.timings = {

@@ -17,6 +17,7 @@ from attnkata.checker.errors import KataError
 from attnkata.cli.console import err
 
 EXIT_BROKEN = 3
+EXIT_INTERRUPTED = 130
 
 # Recent typer vendors its own click (typer._click); older typer uses click itself.
 _click = getattr(typer.core, "_click", None) or typer.core.click
@@ -38,6 +39,11 @@ class KataGroup(TyperGroup):
         except KataError as exc:
             _report(ctx, exc.message, exc.hint, exc)
             raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            # Ctrl-C: the candidate's processes are already gone (the check's context managers
+            # ran) and nothing was recorded; click would say "Aborted!" and exit 1.
+            err.print("[dim]interrupted[/]")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except _PASS_THROUGH:
             raise
         except Exception as exc:  # noqa: BLE001 - a bug in attnkata, not the user's fault
@@ -100,7 +106,7 @@ def main() -> None:
         if isinstance(exc.code, str):
             err.print(exc.code, markup=False, highlight=False)
     except KeyboardInterrupt:
-        code = 130
+        code = EXIT_INTERRUPTED
     sys.stdout.flush()
     sys.stderr.flush()
     sandbox = sys.modules.get("attnkata.checker.sandbox.host")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.syntax import Syntax
@@ -31,7 +33,15 @@ def isolation_line(result: Result) -> Text | None:
         text += f" ({', '.join(iso['namespaces'])}; {iso.get('uid')}; memory: {iso.get('memory')})"
     if iso.get("note"):
         text += f" — {iso['note']}"
+    lim = result.limits or {}
+    if lim.get("call_timeout"):
+        words = LIMIT_WORDS.get(result.lang, LIMIT_WORDS["en"])
+        text += "\n" + words.format(call=lim["call_timeout"], total=lim.get("total_timeout", 0))
     return Text(text, style="dim")
+
+
+LIMIT_WORDS = {"en": "time limits: {call:g} s per call, {total:g} s in all (from the reference's own time; --timeout to change)",
+               "zh": "时间限制：每次调用 {call:g} 秒，总计 {total:g} 秒（按参考实现的耗时确定；可用 --timeout 修改）"}
 MAX_DIAGNOSTICS = 3
 
 
@@ -103,12 +113,13 @@ def mask_grids(data: dict, lang: str) -> Group:
     """The expected and the candidate's effective mask side by side; cells that differ in red."""
     labels = GRID_LABELS.get(lang, GRID_LABELS["en"])
     expected, got = data["mask_expected"], data.get("mask_got")
+    caption = _local(data["grid_caption"], lang) if data.get("grid_caption") else labels["caption"]
     table = Table(box=None, show_edge=False, padding=(0, 3, 0, 0))
     table.add_column(labels["expected"], no_wrap=True)
     table.add_column(labels["got"], no_wrap=True)
     right = _grid_text(got, expected) if got else Text(labels["not_run"], style="dim")
     table.add_row(_grid_text(expected, None), right)
-    return Group(Text(labels["caption"], style="dim"), table)
+    return Group(Text(caption, style="dim"), table)
 
 
 def head_maps(data: dict, lang: str) -> Group:
@@ -124,6 +135,34 @@ def head_maps(data: dict, lang: str) -> Group:
         table.add_row(labels["got"], *[Text(str(x), style="bold red" if i < len(expected) and x != expected[i] else "")
                                        for i, x in enumerate(got)])
     return Group(Text(labels["heads"], style="dim"), table)
+
+
+def _local(value: Any, lang: str) -> str:
+    """A picture's text: a plain string, or {"en": ..., "zh": ...}."""
+    if isinstance(value, dict):
+        return str(value.get(lang) or value.get("en") or "")
+    return "" if value is None else str(value)
+
+
+def picture_tables(data: dict, lang: str) -> list[Group]:
+    """A kata's own pictures (e.g. the online softmax per key block, theirs beside the
+    reference's): small tables with marked rows and cells that differ in red."""
+    out = []
+    for pic in data.get("pictures") or []:
+        if not isinstance(pic, dict) or not pic.get("rows"):
+            continue
+        marked = set(pic.get("marked") or [])
+        differs = {(r, c) for r, c in pic.get("differs") or []}
+        table = Table(box=None, show_edge=False, padding=(0, 2, 0, 0), header_style="dim")
+        for col in pic.get("columns") or []:
+            table.add_column(_local(col, lang), overflow="fold")
+        for i, row in enumerate(pic["rows"]):
+            cells = [Text(_local(v, lang) if v is not None else "—",
+                          style="bold red" if (i, j) in differs else ("bold" if i in marked else ""))
+                     for j, v in enumerate(row)]
+            table.add_row(*cells)
+        out.append(Group(Text(_local(pic.get("caption"), lang), style="dim"), table))
+    return out
 
 
 def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel:
@@ -147,6 +186,7 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
         parts.append(mask_grids(d.data, lang))
     if d.data.get("head_map_expected"):
         parts.append(head_maps(d.data, lang))
+    parts.extend(picture_tables(d.data, lang))
     if d.evidence:
         parts.append(Text(f"{labels['evidence']}: " + "; ".join(d.evidence), style="dim"))
     if d.link:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated
@@ -99,63 +100,83 @@ def _resolve_file(k: catalog.Kata, file: Path | None) -> Path:
     return file if file is not None else workspace.solution_path(k)
 
 
-def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record: bool = True):  # noqa: ANN201
+def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record: bool = True,  # noqa: ANN201
+          *, spinner: bool = False, cancel: threading.Event | None = None):
+    """Grade through the checker; on a terminal (`spinner`) show the current test and the time
+    used against the limit while it runs."""
     from attnkata.checker import api
 
-    return api.grade(k, path, timeout=timeout, lang=lang, record=record)
+    if not spinner:
+        return api.grade(k, path, timeout=timeout, lang=lang, record=record, cancel=cancel)
+    from attnkata.cli.progress import CheckProgress
+
+    limits = api.limits_for(timeout, k)
+    with CheckProgress(err, limits.call_timeout, limits.total_timeout, lang) as progress:
+        return api.grade(k, path, timeout=timeout, lang=lang, record=record, cancel=cancel, progress=progress.update)
 
 
 def check(
     kata: KataArg,
     file: Annotated[Path | None, typer.Argument(metavar="[FILE]", help="Your solution (default: the workspace file).", show_default=False)] = None,
     json_out: JsonOption = False,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code (total: 6x).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code (total: 6x; default: from the kata's reference).")] = None,
     lang: LangOption = None,
 ) -> None:
-    """Grade FILE against KATA. Exit 0 when every required test passes, 1 otherwise."""
+    """Grade FILE against KATA. Exit 0 when every required test passes, 1 otherwise (130 on Ctrl-C)."""
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
     path = _resolve_file(k, file)
-    result = grade(k, path, timeout, lang)
+    result = grade(k, path, timeout, lang, spinner=not json_out and err.is_terminal)
     if json_out:
         print_json(result.to_dict())
     else:
         from attnkata.cli.render import render_result
 
-        render_result(out, result, path.read_text(encoding="utf-8", errors="replace"))
+        render_result(out, result, result.graded_source)
     raise typer.Exit(0 if result.passed else 1)
 
 
 def watch(
     kata: KataArg,
     file: Annotated[Path | None, typer.Argument(metavar="[FILE]", help="Your solution (default: the workspace file).", show_default=False)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON result per check, one per line (as `kata check --json`).")] = False,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code.")] = None,
     lang: LangOption = None,
 ) -> None:
-    """Re-check FILE every time it is saved (Ctrl-C to stop)."""
-    from watchfiles import watch as watch_files
-
-    from attnkata.cli.render import render_result
+    """Re-check FILE every time it is saved (Ctrl-C to stop). A save during a check starts it over."""
+    from attnkata.checker.errors import CheckCancelled
+    from attnkata.checker.sandbox import host
+    from attnkata.cli.watching import FileWatcher
 
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
     path = _resolve_file(k, file).resolve()
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory", f"give the file, e.g. {path / k.solution_file}")
     if not path.is_file():
         raise UsageError(f"no such file: {path}", f"run `kata start {k.id}` first")
+    host.prestart()
+    # Warm this process once (torch, pytest, the grader and the references stay loaded), so
+    # every re-check after a save costs only the grading itself.
+    from attnkata.checker import runner  # noqa: F401
 
-    def once() -> None:
-        out.clear()
-        result = grade(k, path, timeout, lang)
-        render_result(out, result, path.read_text(encoding="utf-8", errors="replace"))
-        out.print(f"[dim]watching {path} — save to re-check, Ctrl-C to stop[/]")
+    with FileWatcher(path) as watcher:
+        while True:
+            watcher.changed.clear()
+            try:
+                result = grade(k, path, timeout, lang, spinner=not json_out and err.is_terminal,
+                               cancel=watcher.changed)
+            except CheckCancelled:
+                continue  # saved again during the check: start over on the new version
+            if json_out:
+                print(json.dumps(result.to_dict(), ensure_ascii=False), flush=True)
+            else:
+                from attnkata.cli.render import render_result
 
-    once()
-    try:
-        for changes in watch_files(path.parent, debounce=300, raise_interrupt=False):
-            if any(Path(p).resolve() == path for _, p in changes) and path.is_file():
-                once()
-    except KeyboardInterrupt:
-        pass
+                out.clear()
+                render_result(out, result, result.graded_source)
+                out.print(f"[dim]watching {path} — save to re-check, Ctrl-C to stop[/]")
+            watcher.wait()
 
 
 def _last_diagnoses(h: History, kata: str) -> list[str]:
