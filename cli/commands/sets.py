@@ -161,6 +161,13 @@ def grade(
                                              show_default=False)] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Regrade everything (ignore earlier results).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
+    canvas: Annotated[Path | None, typer.Option("--canvas", help="A Canvas gradebook export (CSV): also write a "
+                                                "Canvas import file with the set's totals.", show_default=False)] = None,
+    canvas_out: Annotated[Path | None, typer.Option("--canvas-out", help="The Canvas import file (default: "
+                                                    "OUT/canvas-import.csv).", show_default=False)] = None,
+    dask: Annotated[str | None, typer.Option("--dask", help="Grade on a Dask cluster: its scheduler address "
+                                             "(tcp://host:8786), or local[:N] for N local workers.",
+                                             show_default=False)] = None,
 ) -> None:
     """Grade every student folder in SUBMISSIONS; resumes an interrupted run.
 
@@ -169,8 +176,18 @@ def grade(
     from attnkata.checker.sets.grade import GradeOptions, grade_set
     from attnkata.checker.sets.report import mistake_histogram, mistake_sentence, write_all
 
+    if canvas_out is not None and canvas is None:
+        raise UsageError("--canvas-out needs --canvas EXPORT.csv (the gradebook exported from Canvas)")
+    if canvas is not None:
+        from attnkata.checker.sets.canvas import read_export
+
+        read_export(canvas)  # a bad export is a usage error before, not after, grading
+    if dask is not None:
+        from attnkata.checker.sets.cluster import check_address
+
+        check_address(dask)
     opts = GradeOptions(jobs=jobs, timeout=timeout, call_timeout=call_timeout, memory_mb=memory_mb, lang=lang,
-                        deadline=deadline, late_penalty=late_penalty, out=out_dir, fresh=fresh)
+                        deadline=deadline, late_penalty=late_penalty, out=out_dir, fresh=fresh, dask=dask)
     try:
         with _Bar(enabled=not quiet) as bar:
             results = grade_set(bundle, submissions, opts, progress=bar)
@@ -178,6 +195,12 @@ def grade(
         err.print("[yellow]interrupted[/]: finished results are saved; run the same command again to resume")
         raise typer.Exit(130) from None
     paths = write_all(results, csv_path=csv_path, json_path=json_path, html_path=html_path, feedback_dir=feedback)
+    if canvas is not None:
+        from attnkata.checker.sets.canvas import build_import, canvas_warnings, write_import
+
+        imp = build_import(results, canvas)
+        paths["canvas"] = write_import(imp, canvas_out or results.out / "canvas-import.csv")
+        results.warnings += canvas_warnings(imp)
     for w in results.warnings:
         err.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)
     s = results.stats
@@ -197,8 +220,95 @@ def grade(
             out.print("  " + mistake_sentence(row, results.lang), markup=False, highlight=False)
     out.print(f"graded {s['graded']} file(s) in {s['seconds']:.1f}s on {s['jobs']} worker(s); "
               f"{s['reused']} reused from an earlier run; {s['missing']} missing")
-    for name in ("csv", "json", "html", "feedback"):
-        out.print(f"  {name:<9}{paths[name]}", markup=False, highlight=False)
+    for name in ("csv", "json", "html", "feedback", "canvas"):
+        if name in paths:
+            out.print(f"  {name:<9}{paths[name]}", markup=False, highlight=False)
+
+
+def _tiers_option(text: str | None) -> list[str] | None:
+    return None if text is None else _split(text)
+
+
+@set_app.command("autograde")
+def autograde(
+    bundle: Annotated[Path, typer.Argument(help="The problem set folder.", show_default=False)],
+    submission: Annotated[Path, typer.Argument(help="One student's folder (one file per kata).", show_default=False)],
+    fmt: Annotated[str, typer.Option("--format", help="gradescope, prairielearn, github-classroom or classroom50.",
+                                     show_default=False)],
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write the result JSON here (default: stdout).",
+                                                  show_default=False)] = None,
+    github_output: Annotated[bool, typer.Option("--github-output", help="Print result=<base64> for $GITHUB_OUTPUT "
+                                                "(GitHub Classroom's reporter).")] = False,
+    kata_ids: Annotated[str | None, typer.Option("--kata", help="Grade only these katas of the set (comma-separated).",
+                                                 show_default=False)] = None,
+    hidden: Annotated[str | None, typer.Option("--hidden-tiers", help="Tiers students see only once grades are "
+                                               "published (Gradescope; default: tiers a kata does not require).",
+                                               show_default=False)] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds of candidate time per file "
+                                                  "(default: the set's).", show_default=False)] = None,
+    lang: Annotated[str | None, typer.Option("--lang", help="Language of the feedback: en or zh.",
+                                             show_default=False)] = None,
+) -> None:
+    """Grade one submission and write the platform's result file (exit 0 whatever it scored)."""
+    from attnkata.checker.sets.grade import GradeOptions
+    from attnkata.checker.sets.platforms import FORMATS, github_output_line, write_result
+    from attnkata.checker.sets.platforms import autograde as run
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
+    if github_output and fmt != "github-classroom":
+        raise UsageError("--github-output goes with --format github-classroom")
+    opts = GradeOptions(timeout=timeout, lang=lang, katas=_split(kata_ids) if kata_ids else None)
+    payload = run(bundle, submission, fmt, opts=opts, hidden_tiers=_tiers_option(hidden))
+    if out_file is not None:
+        write_result(payload, out_file)
+    if github_output:
+        print(github_output_line(payload), flush=True)
+    elif out_file is None:
+        print_json(payload)
+
+
+@set_app.command("export")
+def export(
+    bundle: Annotated[Path, typer.Argument(help="The problem set folder.", show_default=False)],
+    target: Annotated[str, typer.Option("--to", help="gradescope, prairielearn or github-classroom.",
+                                        show_default=False)],
+    out_path: Annotated[Path, typer.Option("--out", help="gradescope: the zip (or a folder for autograder.zip); "
+                                           "prairielearn: a new folder; github-classroom: the template repository.",
+                                           show_default=False)],
+    wheel: Annotated[Path | None, typer.Option("--wheel", help="Ship this attnkata wheel instead of installing "
+                                               "attnkata from PyPI.", show_default=False)] = None,
+) -> None:
+    """Package the set as a platform's autograder (see the README's instructors section)."""
+    from attnkata.checker.sets.export import export_set
+
+    written = export_set(bundle, target, out_path, wheel)
+    out.print(f"[green]Exported[/] {bundle} for {target}: {written}", highlight=False)
+
+
+@set_app.command("similarity")
+def similarity(
+    submissions: Annotated[Path, typer.Argument(help="One folder per student with their files.", show_default=False)],
+    json_out: Annotated[bool, typer.Option("--json", help="Print every pair as JSON: [{a, b, kata, similarity, "
+                                           "flagged}].")] = False,
+    threshold: Annotated[float | None, typer.Option("--threshold", help="Flag pairs at least this similar (0-1; "
+                                                    "default 0.8, calibrated on independent solutions).",
+                                                    show_default=False)] = None,
+) -> None:
+    """Find submissions of the same kata that are one program up to renaming, reordering and formatting."""
+    from attnkata.checker.sets.similarity import DEFAULT_THRESHOLD, scan
+
+    limit = DEFAULT_THRESHOLD if threshold is None else threshold
+    if not 0 < limit <= 1:
+        raise UsageError("--threshold must be in (0, 1]")
+    pairs, _paths = scan(submissions, limit)
+    if json_out:
+        print_json([p.to_dict() for p in pairs])
+        return
+    flagged = [p for p in pairs if p.flagged]
+    for p in flagged:
+        out.print(f"{p.similarity:>5.0%}  {p.kata}: {p.a} <-> {p.b}", markup=False, highlight=False)
+    out.print(f"{len(flagged)} of {len(pairs)} pair(s) at or above {limit:g}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,304 @@
+"""`kata set autograde`: grade one student's submission folder and write the result file of the
+platform the course lives on (Gradescope, PrairieLearn, GitHub Classroom, Classroom 50).
+
+Grading is `kata set grade` itself (same isolation, limits, tier weights and late penalty) on a
+one-student class; this module only lays the outcome out. Each (kata, tier) becomes one
+platform test worth that tier's share of the kata's points, so partial credit reads the same
+as in the gradebook. The diagnoses (title, explanation, fix, the student's own lines) go in the
+field each platform shows to students.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnkata import __version__
+from attnkata.checker.catalog import TIERS
+from attnkata.checker.errors import UsageError
+from attnkata.checker.sets.grade import MISSING, ClassResults, Entry, GradeOptions, grade_set
+from attnkata.checker.sets.manifest import KataEntry, tier_fractions
+from attnkata.checker.sets.report import (
+    L10N,
+    _ordered,
+    _source_lines,
+    diagnosis_markdown,
+    feedback_markdown,
+    quoted_lines,
+)
+
+FORMATS = ("gradescope", "prairielearn", "github-classroom", "classroom50")
+CLASSROOM50_SCHEMA = "classroom50/result/v1"
+# A file that could not be read or parsed is not an attempt: PrairieLearn does not count it.
+UNGRADABLE_IDS = ("syntax-error", "unreadable-file", "source-too-large")
+MAX_DIAGNOSES = 3
+
+
+@dataclass
+class TierPart:
+    """One platform test: a tier of a kata, worth its weighted share of the kata's points."""
+
+    kata: str
+    tier: str
+    passed: int
+    graded: int
+    score: float
+    max_score: float
+    hidden: bool
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.graded > 0 and self.passed == self.graded
+
+
+@dataclass
+class KataView:
+    kata: KataEntry
+    entry: Entry
+    parts: list[TierPart]
+    diagnoses: list[dict[str, Any]]
+    lines: list[str]
+
+    @property
+    def ungradable(self) -> str | None:
+        """Why this file is not an attempt (missing, unreadable, unparsable), else None."""
+        if self.entry.status == MISSING:
+            return f"{self.kata.id}: no {self.kata.solution_file} was handed in"
+        for d in self.diagnoses:
+            if d["id"] in UNGRADABLE_IDS:
+                return f"{self.kata.solution_file}: {d.get('title', d['id'])}: {' '.join(d.get('explanation', '').split())}"
+        return None
+
+
+def tier_parts(kata: KataEntry, entry: Entry, weights: dict[str, float], penalty: float,
+               hidden: set[str]) -> list[TierPart]:
+    """The kata's points split by tier exactly as `manifest.score` splits them: weights
+    normalised over the tiers that have graded tests (the set's recorded tiers when none ran)."""
+    tests = (entry.result or {}).get("tests", [])
+    fractions = tier_fractions(tests)
+    tiers = [t for t in TIERS if weights.get(t, 0) > 0 and (t in fractions if fractions else t in kata.tests)]
+    total = sum(weights[t] for t in tiers)
+    factor = (1 - penalty) if entry.late else 1.0
+    parts = []
+    for t in tiers:
+        passed, graded = fractions.get(t, (0, kata.tests.get(t, 0)))
+        share = entry.points * weights[t] / total if total else 0.0
+        earned = share * passed / graded * factor if graded else 0.0
+        parts.append(TierPart(kata.id, t, passed, graded, round(earned, 4), round(share, 4), t in hidden,
+                              [x for x in tests if x["tier"] == t and x["status"] not in ("pass", "skip")]))
+    return parts
+
+
+def views(cr: ClassResults, student: str, hidden_tiers: list[str] | None) -> list[KataView]:
+    out = []
+    penalty = float(cr.stats.get("late_penalty") or 0.0)
+    for k in cr.manifest.katas:
+        e = cr.entry(student, k.id)
+        hidden = set(hidden_tiers) if hidden_tiers is not None else set(TIERS) - set(k.required_tiers)
+        diags = _ordered((e.result or {}).get("diagnostics", []))
+        diags = [d for d in diags if d.get("severity") in ("essential", "actionable")][:MAX_DIAGNOSES]
+        out.append(KataView(k, e, tier_parts(k, e, cr.manifest.grading.tier_weights, penalty, hidden),
+                            diags, _source_lines(e.path)))
+    return out
+
+
+# -- text shown to students ----------------------------------------------------------------------
+def diagnosis_record(d: dict[str, Any], lines: list[str]) -> dict[str, Any]:
+    """A diagnosis as data: what the platforms that keep structured fields store."""
+    quoted = []
+    for ref in d.get("source", [])[:3]:
+        lo, hi = ref["line"], ref.get("end_line") or ref["line"]
+        if lines and 0 < lo <= len(lines):
+            quoted += [{"line": n, "text": lines[n - 1]} for n in range(lo, min(hi, lo + 7, len(lines)) + 1)]
+        elif ref.get("text"):
+            quoted.append({"line": lo, "text": ref["text"]})
+    return {"id": d["id"], "severity": d.get("severity", ""), "title": d.get("title", d["id"]),
+            "explanation": d.get("explanation", ""), "fix": d.get("fix", ""), "lines": quoted}
+
+
+def diagnosis_text(d: dict[str, Any], lines: list[str], t: dict[str, Any]) -> str:
+    """Plain text (platforms that show `message` as text): title, explanation, fix, lines."""
+    out = [f"{d.get('title', d['id'])} [{d['id']}]"]
+    if d.get("explanation"):
+        out.append(" ".join(d["explanation"].split()))
+    if d.get("fix"):
+        out.append(t["fix_line"].replace("*", "").format(fix=" ".join(d["fix"].split())))
+    for ref in d.get("source", [])[:3]:
+        snippet = quoted_lines(ref, lines)
+        if snippet is not None:
+            out += [t["code_line"].format(line=ref["line"]), snippet]
+    return "\n".join(out)
+
+
+def _tier_summary(p: TierPart, t: dict[str, Any], md: bool) -> list[str]:
+    status = t["statuses"]["pass" if p.ok else "fail"]
+    out = [f"{t['tiers'].get(p.tier, p.tier)}: {p.passed}/{p.graded} ({status})"]
+    for x in p.failed[:8]:
+        msg = " ".join(str(x.get("message", "")).split())[:300]
+        name = f"`{x['id']}`" if md else x["id"]
+        out.append(f"- {name}" + (f": {msg}" if msg else ""))
+    if len(p.failed) > 8:
+        out.append(f"- {t['more_tests'].format(n=len(p.failed) - 8)}")
+    return out
+
+
+def _carries_diagnoses(v: KataView) -> TierPart | None:
+    """The one test of a kata whose output carries the diagnoses: its first failing tier."""
+    if not v.diagnoses and v.entry.status != MISSING:
+        return None
+    return next((p for p in v.parts if not p.ok), v.parts[0] if v.parts else None)
+
+
+def part_output(v: KataView, p: TierPart, t: dict[str, Any], md: bool) -> str:
+    out: list[str] = []
+    if v.entry.status == MISSING:
+        out.append(t["missing_file"] + f" ({v.kata.solution_file})")
+    else:
+        out += _tier_summary(p, t, md)
+    if p is _carries_diagnoses(v):
+        for note in v.entry.notes:
+            out.append(f"- {note}")
+        for d in v.diagnoses:
+            out += ["", *(diagnosis_markdown(d, v.lines, t) if md else [diagnosis_text(d, v.lines, t)])]
+    return "\n".join(out).strip()
+
+
+def _kata_message(v: KataView, t: dict[str, Any]) -> str:
+    if v.entry.status == MISSING:
+        return t["missing_file"] + f" ({v.kata.solution_file})"
+    return "\n\n".join(diagnosis_text(d, v.lines, t) for d in v.diagnoses)
+
+
+# -- the platforms' schemas ------------------------------------------------------------------------
+def gradescope(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
+    """/autograder/results/results.json: hidden tiers stay hidden until grades are published."""
+    t = L10N.get(cr.lang, L10N["en"])
+    tests = [{"name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}", "score": p.score, "max_score": p.max_score,
+              "status": "passed" if p.ok else "failed", "output": part_output(v, p, t, md=True),
+              "output_format": "md", "visibility": "after_published" if p.hidden else "visible",
+              "extra_data": {"kata": v.kata.id, "tier": p.tier, "passed": p.passed, "graded": p.graded,
+                             "kata_status": v.entry.status, "diagnoses": [d["id"] for d in v.diagnoses]}}
+             for v in vs for p in v.parts]
+    return {"score": cr.total(student), "output": feedback_markdown(cr, student), "output_format": "md",
+            "tests": tests, "extra_data": _extra(cr, student, vs)}
+
+
+def prairielearn(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
+    """/grade/results/results.json: a missing or unparsable file is `gradable: false`."""
+    t = L10N.get(cr.lang, L10N["en"])
+    errors = [why for v in vs if (why := v.ungradable)]
+    max_points = cr.manifest.max_points
+    tests = [{"name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}", "points": p.score, "max_points": p.max_score,
+              "message": _kata_message(v, t) if p is _carries_diagnoses(v) else "",
+              "output": part_output(v, p, t, md=False)} for v in vs for p in v.parts]
+    out: dict[str, Any] = {
+        "gradable": not errors,
+        "score": round(min(1.0, max(0.0, cr.total(student) / max_points)), 4) if max_points else 0.0,
+        "message": "; ".join(f"{v.kata.id}: {t['statuses'].get(v.entry.status, v.entry.status)} "
+                             f"{v.entry.score:g}/{v.entry.points:g}" for v in vs),
+        "output": feedback_markdown(cr, student), "tests": tests,
+    }
+    if errors:
+        out["format_errors"] = errors
+    return out
+
+
+def github_classroom(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
+    """The payload `classroom-resources/autograding-grading-reporter` decodes from `result`."""
+    t = L10N.get(cr.lang, L10N["en"])
+
+    def status(v: KataView, p: TierPart) -> str:
+        if v.entry.status in (MISSING, "error", "timeout"):
+            return "error"
+        return "pass" if p.ok else "fail"
+
+    tests = []
+    for v in vs:
+        lines = [ref["line"] for d in v.diagnoses for ref in d.get("source", [])]
+        for p in v.parts:
+            carries = p is _carries_diagnoses(v)
+            message = part_output(v, p, t, md=False) if carries else "\n".join(_tier_summary(p, t, md=False))
+            tests.append({"name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}", "status": status(v, p),
+                          "message": message, "test_code": f"kata check {v.kata.id} {v.kata.solution_file}",
+                          "filename": v.kata.solution_file, "line_no": lines[0] if carries and lines else 0,
+                          "execution_time": f"{v.entry.seconds:.2f}s", "score": p.score})
+    states = {x["status"] for x in tests}
+    overall = "error" if "error" in states else "fail" if "fail" in states else "pass"
+    return {"version": 1, "status": overall, "max_score": cr.manifest.max_points, "tests": tests}
+
+
+def classroom50(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
+    t = L10N.get(cr.lang, L10N["en"])
+    tests = [{"test-name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}", "passed": p.ok, "score": p.score,
+              "max-score": p.max_score, "kata": v.kata.id, "tier": p.tier, "status": v.entry.status,
+              "message": part_output(v, p, t, md=False),
+              "diagnoses": [diagnosis_record(d, v.lines) for d in v.diagnoses] if p is _carries_diagnoses(v) else []}
+             for v in vs for p in v.parts]
+    return {"schema": CLASSROOM50_SCHEMA, "score": cr.total(student), "max-score": cr.manifest.max_points,
+            "tests": tests, "attnkata": _extra(cr, student, vs)}
+
+
+def _extra(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
+    return {"attnkata": __version__, "set": cr.manifest.title,
+            "katas": {v.kata.id: {"status": v.entry.status, "score": v.entry.score, "points": v.entry.points,
+                                  "late": v.entry.late, "notes": v.entry.notes,
+                                  "diagnoses": [diagnosis_record(d, v.lines) for d in v.diagnoses]} for v in vs}}
+
+
+BUILDERS = {"gradescope": gradescope, "prairielearn": prairielearn, "github-classroom": github_classroom,
+            "classroom50": classroom50}
+
+
+def platform_result(cr: ClassResults, student: str, fmt: str, hidden_tiers: list[str] | None = None) -> dict[str, Any]:
+    """`cr`'s result for `student` in the platform's schema."""
+    if fmt not in BUILDERS:
+        raise UsageError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
+    return BUILDERS[fmt](cr, student, views(cr, student, hidden_tiers))
+
+
+def github_output_line(payload: dict[str, Any]) -> str:
+    """`result=<base64>`: what a step appends to $GITHUB_OUTPUT for the reporter."""
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return "result=" + base64.b64encode(data).decode("ascii")
+
+
+def _copy_submission(src: Path, dst: Path) -> None:
+    """The student's Python files only (never .git, caches or data files)."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return {n for n in names if n.startswith((".", "__"))
+                or (not n.endswith(".py") and not (Path(folder) / n).is_dir())}
+
+    shutil.copytree(src, dst, ignore=ignore, symlinks=True)
+
+
+def autograde(bundle: Path, submission: Path, fmt: str, *, opts: GradeOptions | None = None,
+              hidden_tiers: list[str] | None = None) -> dict[str, Any]:
+    """Grade one submission folder against the set in `bundle`; the platform's result JSON."""
+    if fmt not in BUILDERS:
+        raise UsageError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
+    if hidden_tiers is not None and (bad := sorted(set(hidden_tiers) - set(TIERS))):
+        raise UsageError(f"unknown tier(s) {', '.join(bad)}", f"tiers: {', '.join(TIERS)}")
+    submission = Path(submission)
+    if not submission.is_dir():
+        raise UsageError(f"{submission} is not a folder", "SUBMISSION is the folder with the student's files")
+    opts = opts or GradeOptions()
+    with tempfile.TemporaryDirectory(prefix="attnkata-autograde-") as tmp:
+        student = "submission"
+        _copy_submission(submission, Path(tmp) / "class" / student)
+        opts.jobs, opts.out, opts.fresh = 1, Path(tmp) / "out", True
+        cr = grade_set(Path(bundle), Path(tmp) / "class", opts)
+        # Student lines are read from the copy: build the result before it goes away.
+        return platform_result(cr, student, fmt, hidden_tiers)
+
+
+def write_result(payload: dict[str, Any], out: Path) -> Path:
+    from attnkata.checker.sets.report import write_atomic
+
+    write_atomic(Path(out), json.dumps(payload, ensure_ascii=False, indent=1) + "\n")
+    return Path(out)
