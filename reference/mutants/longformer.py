@@ -1,0 +1,149 @@
+"""Wrong variants of reference/longformer.py. Both entry points share one knobbed mask (all
+knobs off = the contract); the attention variants are dense attention under it (behaviour
+is all that is compared; memory is judged from the candidate's trace by the probe with a
+`budget`). Each mistake comes in three placements: mask only, attention only (an
+efficient attention builds its own pattern), or both (an attention calling its own mask)."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any
+
+import torch
+
+from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.probes import randn
+from attnkata.reference import longformer as ref
+
+MASK, ATTN = "longformer_mask", "longformer_attention"
+
+
+def pattern(L: int, window: int, global_idx: torch.Tensor, device: torch.device | str | None = None, *,
+            globals_: str = "both", halve: bool = False, lo_shift: int = 0, hi_shift: int = 0) -> torch.Tensor:
+    """(L, L) mask with knobs: globals_ "rows"/"cols" (one direction), the window halved
+    (read as the total width), and the window's lower / upper side shifted by one."""
+    w = window // 2 if halve else window
+    pos = torch.arange(L, device=device)
+    diff = pos.unsqueeze(0) - pos.unsqueeze(1)  # (L, L): j - i
+    allowed = (diff >= -(w + lo_shift)) & (diff <= w + hi_shift)
+    is_global = torch.zeros(L, dtype=torch.bool, device=device)
+    is_global[global_idx.to(device=pos.device, dtype=torch.long)] = True
+    if globals_ in ("both", "rows"):
+        allowed = allowed | is_global.unsqueeze(1)
+    if globals_ in ("both", "cols"):
+        allowed = allowed | is_global.unsqueeze(0)
+    return allowed
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, global_idx: torch.Tensor,
+              key_padding: torch.Tensor | None = None, scale: float | None = None, *, padding: str = "all",
+              **knobs: Any) -> torch.Tensor:
+    """Dense attention under `pattern(..., **knobs)` and the key padding. padding "keys" /
+    "rows" / "both": the padding misses the global key columns, the global query rows, or
+    both (it is applied to the window only); "far-keys" / "far-both": the same, where the
+    global columns leave out the queries whose window already holds that key."""
+    B, H, L, d = q.shape
+    s = 1.0 / math.sqrt(d) if scale is None else scale
+    allowed = pattern(L, window, global_idx, q.device, **knobs).expand(B, 1, L, L)
+    if key_padding is not None:
+        real = key_padding[:, None, None, :]
+        if padding != "all":
+            is_global = torch.zeros(L, dtype=torch.bool, device=q.device)
+            is_global[global_idx.to(q.device, torch.long)] = True
+            spared = torch.zeros(L, L, dtype=torch.bool, device=q.device)
+            cols = is_global.unsqueeze(0).expand(L, L)
+            if padding.startswith("far"):  # banded code: a global key inside the window is a band key
+                pos = torch.arange(L, device=q.device)
+                cols = cols & ((pos.unsqueeze(1) - pos.unsqueeze(0)).abs() > window)
+            if padding in ("keys", "both", "far-keys", "far-both"):
+                spared = spared | cols
+            if padding in ("rows", "both", "far-both"):
+                spared = spared | is_global.unsqueeze(1)
+            allowed = allowed & (real | spared)
+        else:
+            allowed = allowed & real
+    scores = ((q @ k.transpose(-2, -1)) * s).masked_fill(~allowed, float("-inf"))
+    m = scores.amax(dim=-1, keepdim=True)
+    e = torch.exp(scores - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
+    z = e.sum(dim=-1, keepdim=True)
+    return (e / torch.where(z > 0, z, torch.ones_like(z))) @ v
+
+
+def _placed(*spellings: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each spelling in the mask only, in the attention only, and in both."""
+    out: list[dict[str, Any]] = []
+    for knobs in spellings:
+        mask, attn = partial(pattern, **knobs), partial(attention, **knobs)
+        out += [{MASK: mask}, {ATTN: attn}, {MASK: mask, ATTN: attn}]
+    return out
+
+
+MUTANTS = {
+    "global-one-direction": _placed({"globals_": "rows"}, {"globals_": "cols"}),
+    "longformer-window-as-total": _placed({"halve": True}),
+    "window-off-by-one": _placed({"lo_shift": 1, "hi_shift": 1}, {"lo_shift": -1, "hi_shift": -1},
+                                 {"lo_shift": 1}, {"hi_shift": 1}),
+    "padding-ignores-global": [{ATTN: partial(attention, padding=where)} for where in ("keys", "rows", "both", "far-keys", "far-both")],
+}
+
+B, H, d, dv = 2, 3, 4, 5
+
+
+def _params(L: int, w: int, G: int) -> dict[str, Any]:
+    return {"B": B, "H": H, "d": d, "L": L, "S": L, "w": w, "window": w, "W": 2 * w + 1, "G": G}
+
+
+def _qkv(seed: int, L: int) -> tuple[torch.Tensor, ...]:
+    return randn(B, H, L, d, seed=seed), randn(B, H, L, d, seed=seed + 1), randn(B, H, L, dv, seed=seed + 2)
+
+
+def _grid_qkv(L: int) -> tuple[torch.Tensor, ...]:
+    zeros = torch.zeros(B, H, L, d, dtype=torch.float64)
+    return zeros, zeros.clone(), torch.eye(L, dtype=torch.float64).expand(B, H, L, L).clone()
+
+
+def probes() -> list[Probe]:
+    """Grids without and with global positions (V = I: rows are weights), masks and
+    attention with globals at both ends and in the middle, key padding over a global key,
+    and a long sequence for the memory budget."""
+    no_glob, glob = torch.zeros(0, dtype=torch.long), torch.tensor([0, 6, 13])
+    pad = torch.arange(14)[None, :] < torch.tensor([14, 10])[:, None]  # batch 1: keys 10..13 (global 13) padded
+    big_L, big_w = 1024, 8
+    big = tuple(randn(1, 1, big_L, 2, seed=s, dtype=torch.float32) for s in (620, 621, 622))
+    return [
+        Probe("window grid L=12, window=2, no global", MASK, (12, 2, no_glob), params=_params(12, 2, 0), grid="mask",
+              name_zh="窗口网格 L=12, window=2，无全局位置"),
+        Probe("attention window grid L=12, window=2, no global (q = k = 0, V = I)", ATTN,
+              (*_grid_qkv(12), 2, no_glob), params=_params(12, 2, 0), grid="weights",
+              name_zh="注意力窗口网格 L=12, window=2，无全局位置（q = k = 0，V = I）"),
+        Probe("mask L=14, window=2, global [0, 6, 13]", MASK, (14, 2, glob), params=_params(14, 2, 3), grid="mask",
+              name_zh="掩码 L=14, window=2，全局 [0, 6, 13]"),
+        Probe("attention grid L=14, window=2, global [0, 6, 13] (q = k = 0, V = I)", ATTN,
+              (*_grid_qkv(14), 2, glob), params=_params(14, 2, 3), grid="weights",
+              name_zh="注意力网格 L=14, window=2，全局 [0, 6, 13]（q = k = 0，V = I）"),
+        Probe("mask L=11, window=3, global [4]", MASK, (11, 3, torch.tensor([4])), params=_params(11, 3, 1),
+              name_zh="掩码 L=11, window=3，全局 [4]"),
+        Probe("attention L=14, window=2, global [0, 6, 13]", ATTN, (*_qkv(601, 14), 2, glob),
+              params=_params(14, 2, 3), repeat=True, name_zh="注意力 L=14, window=2，全局 [0, 6, 13]"),
+        Probe("attention with key padding over global 13, L=14, window=2", ATTN, (*_qkv(604, 14), 2, glob, pad),
+              params=_params(14, 2, 3), name_zh="键填充覆盖全局位置 13 的注意力，L=14, window=2"),
+        Probe("attention L=11, window=3, global [4]", ATTN, (*_qkv(607, 11), 3, torch.tensor([4])),
+              params=_params(11, 3, 1), name_zh="注意力 L=11, window=3，全局 [4]"),
+        Probe(f"memory: L = {big_L}, window = {big_w}, global [0, 500]", ATTN, (*big, big_w, torch.tensor([0, 500])),
+              params={**_params(big_L, big_w, 2), "B": 1, "H": 1, "d": 2}, dtype=torch.float32,
+              budget=("materializes-full-scores", big_L * big_L // 2),
+              name_zh=f"内存：L = {big_L}，window = {big_w}，全局 [0, 500]"),
+    ]
+
+
+GRID_CAPTION = {"en": "rows = queries, columns = keys (token positions)", "zh": "行 = 查询，列 = 键（token 位置）"}
+
+
+def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:
+    from attnkata.checker.diagnose import catalogue
+
+    return {"grid_caption": GRID_CAPTION} if catalogue.get(mid).grid and mid in MUTANTS else {}
+
+
+REFERENCE = ref
