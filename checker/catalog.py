@@ -265,6 +265,40 @@ def all_katas() -> dict[str, Kata]:
     return {k.id: k for k in found}
 
 
+@dataclass(frozen=True)
+class KataSummary:
+    """What listings need (`kata list`, `stats`, `next`), read without the hints and follow-ups."""
+
+    id: str
+    title: Text
+    difficulty: str
+    minutes: int
+    mistakes: tuple[str, ...]
+
+
+@cache
+def summaries() -> dict[str, KataSummary]:
+    """Every kata's summary in teaching order. A kata.toml's head (everything before its first
+    array of tables, `[[hints]]`) holds these fields, and parsing only the head keeps `kata
+    list` fast; a file laid out otherwise is loaded in full."""
+    found = []
+    for kata_id in kata_ids():
+        path = katas_root() / kata_id / "kata.toml"
+        text = path.read_text(encoding="utf-8")
+        head = text.split("\n[[", 1)[0]
+        try:
+            data = tomllib.loads(head)
+            title = data["title"]
+            found.append(KataSummary(kata_id, Text(en=title["en"], zh=title["zh"]), data["difficulty"],
+                                     int(data["minutes"]), tuple(data.get("mistakes", ()))))
+        except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError):
+            k = get_kata(kata_id)
+            found.append(KataSummary(k.id, k.title, k.difficulty, k.minutes, k.mistakes))
+    order = {d: i for i, d in enumerate(DIFFICULTIES)}
+    found.sort(key=lambda k: (order.get(k.difficulty, 9), k.minutes, k.id))
+    return {k.id: k for k in found}
+
+
 def kata_ids() -> list[str]:
     """Ids of the bundled katas, without loading (or validating) them."""
     return sorted(p.name for p in katas_root().iterdir() if (p / "kata.toml").is_file())

@@ -54,6 +54,9 @@ def unchanged(before: Any, now: Any) -> bool:
     if isinstance(before, np.ndarray):
         return (isinstance(now, np.ndarray) and now.shape == before.shape
                 and np.array_equal(before, now, equal_nan=before.dtype.kind in "fc"))
+    if isinstance(before, tuple | list):  # e.g. a KV cache (k, v): each tensor in it
+        return (isinstance(now, tuple | list) and len(now) == len(before)
+                and all(unchanged(b, n) for b, n in zip(before, now, strict=True)))
     return True
 
 
@@ -124,6 +127,14 @@ def assert_close(
         raise AssertionError(
             f"{prefix}: {n} value(s) are {'NaN' if val != val else 'inf'} where the reference is finite, "
             f"first at {_where(idx)} (expected {e64[idx].item():.6g})")
+    # Where the reference itself is not finite (a log-sum-exp of -inf for a row with no key),
+    # the candidate must give the same value: a tolerance says nothing about infinities.
+    miss = ~torch.isfinite(e64) & ~((g64 == e64) | (g64.isnan() & e64.isnan()))
+    if miss.any():
+        idx = tuple(int(i) for i in miss.nonzero()[0])
+        raise AssertionError(
+            f"{prefix}: {int(miss.sum())} value(s) differ where the reference is {e64[idx].item():g}, "
+            f"first at {_where(idx)} (got {g64[idx].item():.6g})")
     if g.dtype == torch.float64 or not g.is_floating_point():
         atol, rtol, budget_note = FLOAT64_ATOL, FLOAT64_RTOL, ""
     else:
@@ -145,6 +156,23 @@ def assert_close(
             f"{prefix}: {n} of {err.numel()} values differ from the reference; max abs error "
             f"{float(err.max()):.3g} (allowed {atol:.2g} + {rtol:.2g}*|expected|{budget_note}); "
             f"worst at {_where(idx)}: expected {e64[idx].item():.6g}, got {g64[idx].item():.6g}")
+
+
+def assert_close_parts(
+    got: Any,
+    expected: tuple,
+    *,
+    case: str,
+    names: tuple[str, ...],
+    baseline: tuple | None = None,
+) -> None:
+    """`assert_close` for a function that returns a tuple, e.g. (out, lse): the same number
+    of parts, each compared under its own name."""
+    if not isinstance(got, tuple | list) or len(got) != len(expected):
+        raise AssertionError(f"{case}: expected a tuple ({', '.join(names)}), got {describe(got)}")
+    for i, name in enumerate(names):
+        assert_close(got[i], expected[i], case=case, what=name,
+                     baseline=baseline[i] if baseline is not None else None)
 
 
 def assert_equal_mask(got: Any, expected: torch.Tensor, *, case: str, what: str = "mask") -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from attnkata.checker.models import SEVERITIES, Diagnostic, Result
+from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks
 
 MAX_DIAGNOSTICS = 3
 _COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "error": "#cf222e", "timeout": "#9a6700", "skip": "#6e7781"}
@@ -85,15 +85,14 @@ def _picture(pic: Any, lang: str) -> str:
 
 def _excerpt(d: Diagnostic, lines: list[str], labels: dict[str, str]) -> str:
     out = []
-    for ref in d.source[:3]:
-        end = ref.end_line or ref.line
-        if lines and 0 < ref.line <= len(lines):
-            lo, hi = max(1, ref.line - 1), min(len(lines), end + 1)
-            body = "".join(
-                f'<span style="background:{"#fff8c5" if ref.line <= n <= end else "transparent"}">'
-                f"{n:4d}  {escape(lines[n - 1])}</span>\n" for n in range(lo, hi + 1))
-            out.append(f'<pre style="margin:4px 0;padding:4px;background:#f6f8fa">{body}</pre>')
-        elif ref.text:
+    refs = d.source[:3]
+    for lo, hi, marked in excerpt_blocks(refs, len(lines)):
+        body = "".join(
+            f'<span style="background:{"#fff8c5" if n in marked else "transparent"}">'
+            f"{n:4d}  {escape(lines[n - 1])}</span>\n" for n in range(lo, hi + 1))
+        out.append(f'<pre style="margin:4px 0;padding:4px;background:#f6f8fa">{body}</pre>')
+    for ref in refs:
+        if not (lines and 0 < ref.line <= len(lines)) and ref.text:
             out.append(f"<div><code>{escape(labels['line'])} {ref.line}: {escape(ref.text)}</code></div>")
     return "".join(out)
 

@@ -123,3 +123,15 @@ def phrase(key: str, **params: Any) -> Phrase:
 def msg(key: str, lang: str, **params: object) -> str:
     en, zh = MESSAGES[key]
     return (zh if lang == "zh" else en).format(**params)
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word boundary (CJK text, which has none, at the
+    limit) and marked with an ellipsis: a message must never end mid-word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"

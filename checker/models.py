@@ -142,3 +142,20 @@ def overall_status(tests: list[TestResult], required_tiers: list[str] | tuple[st
     if statuses == {ERROR}:
         return ERROR
     return FAIL
+
+
+def excerpt_blocks(refs: list[SourceRef], n_lines: int, context: int = 1) -> list[tuple[int, int, set[int]]]:
+    """The candidate's lines to show for `refs`: (first, last, highlighted) blocks with
+    `context` lines around each ref, overlapping or touching blocks merged, so that no line is
+    printed twice. Refs outside the file are left out (renderers show their text instead)."""
+    spans = sorted((ref.line, ref.end_line or ref.line) for ref in refs if 0 < ref.line <= n_lines)
+    blocks: list[tuple[int, int, set[int]]] = []
+    for start, end in spans:
+        lo, hi = max(1, start - context), min(n_lines, end + context)
+        marked = set(range(start, min(end, n_lines) + 1))
+        if blocks and lo <= blocks[-1][1] + 1:
+            first, last, seen = blocks[-1]
+            blocks[-1] = (first, max(last, hi), seen | marked)
+        else:
+            blocks.append((lo, hi, marked))
+    return blocks

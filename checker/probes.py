@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from attnkata.checker.autograd import backward
-from attnkata.checker.compare import assert_close, assert_no_mutation
+from attnkata.checker.compare import assert_close, assert_close_parts, assert_no_mutation
 from attnkata.checker.proxy import Candidate, Outcome
 
 
@@ -41,6 +41,8 @@ def cast(x: Any, dtype: torch.dtype) -> Any:
         return x.to(dtype)
     if isinstance(x, np.ndarray) and x.dtype.kind == "f":
         return x.astype(torch.empty(0, dtype=dtype).numpy().dtype)
+    if isinstance(x, tuple | list):  # e.g. a KV cache (k, v)
+        return type(x)(cast(v, dtype) for v in x)
     return x
 
 
@@ -57,11 +59,13 @@ def check_call(
     *,
     case: str,
     dtype: torch.dtype = torch.float64,
+    names: tuple[str, ...] | None = None,
 ) -> Outcome:
     """Call the candidate and the reference on the same inputs in `dtype` and compare.
 
     The reference always runs in float64 (the truth) and, for other dtypes, once more in
-    `dtype` (the error budget of a plain implementation in that precision)."""
+    `dtype` (the error budget of a plain implementation in that precision). `names`: the
+    reference returns a tuple with these parts (e.g. ("out", "lse")), compared one by one."""
     kwargs = kwargs or {}
     a64 = tuple(cast(x, torch.float64) for x in args)
     k64 = {k: cast(v, torch.float64) for k, v in kwargs.items()}
@@ -71,7 +75,10 @@ def check_call(
     baseline = reference(*a, **kw) if dtype != torch.float64 else None
     outcome = solution.call(name, a, kw)
     assert_no_mutation(outcome, case=case)
-    assert_close(outcome.value, expected, case=case, baseline=baseline)
+    if names is not None:
+        assert_close_parts(outcome.value, expected, case=case, names=names, baseline=baseline)
+    else:
+        assert_close(outcome.value, expected, case=case, baseline=baseline)
     return outcome
 
 
@@ -100,3 +107,14 @@ def check_grads(
                                  "through differentiable ops (detach, .data or in-place writes?)")
         assert_close(got, leaves[pos].grad, case=case, what=f"gradient w.r.t. {label}")
     return outcome
+
+
+def assert_largest_below(outcome: Outcome, limit: int, *, case: str, advice: str) -> None:
+    """The `efficient` tiers' memory rule: no tensor the call allocated (views do not count)
+    has `limit` elements or more; the message names the tensor, the op and the limit."""
+    largest = outcome.trace.get("largest") or {}
+    n = int(largest.get("elements", 0))
+    if n >= limit:
+        raise AssertionError(
+            f"{case}: your code allocated a tensor of {n:,} elements (shape {tuple(largest.get('shape', ()))}, "
+            f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is {limit:,}. {advice}")

@@ -202,6 +202,14 @@ class History:
             out.setdefault(kata, KataStats(kata, 0, 0, None, hints.get(kata, 0)))
         return out
 
+    def timeline(self) -> tuple[list[sqlite3.Row], list[sqlite3.Row]]:
+        """Every attempt (oldest first) and every hint / solution event: what the practice
+        schedule (checker/schedule.py) replays."""
+        attempts = self.conn.execute("SELECT ts, kata, status, diagnoses, mode FROM attempts ORDER BY ts, id").fetchall()
+        events = self.conn.execute("SELECT ts, kata, kind FROM events WHERE kind IN ('hint', 'mock-hint', 'solution')"
+                                   " ORDER BY ts, id").fetchall()
+        return attempts, events
+
     def mistake_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for (raw,) in self.conn.execute("SELECT diagnoses FROM attempts"):

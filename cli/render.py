@@ -10,7 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from attnkata.checker.models import SEVERITIES, Diagnostic, Result
+from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "skip": "dim"}
 STATUS_MARK = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
@@ -64,18 +64,25 @@ def test_table(result: Result) -> Table:
     table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 1))
     table.add_column(width=1)
     table.add_column(style="dim")
-    table.add_column()
-    previous = ""
+    table.add_column(overflow="fold")  # a long CJK message has no spaces to wrap at
+    first_with: dict[str, str] = {}
     for t in result.tests:
         style = STATUS_STYLE.get(t.status, "red")
         line = Text(t.id, style=style if t.status != "pass" else "")
         if t.message and t.status != "pass":
-            # The same failure in many tests (e.g. a TypeError on every call) is shown once.
-            same = t.message == previous and t.status != "skip"
-            line.append("\n" + ("(same as above)" if same else t.message), style="dim" if same else "default")
-            previous = t.message
+            # The same failure in many tests (e.g. a TypeError on every call) is shown once,
+            # under the first test that has it; the others point there.
+            first = first_with.get(t.message)
+            if first is None:
+                first_with[t.message] = t.id
+                line.append("\n" + t.message, style="default")
+            else:
+                line.append("  " + SAME_AS.get(result.lang, SAME_AS["en"]).format(test=first), style="dim")
         table.add_row(Text(STATUS_MARK.get(t.status, "?"), style=style), t.tier, line)
     return table
+
+
+SAME_AS = {"en": "(same message as {test})", "zh": "（信息同 {test}）"}
 
 
 def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -172,15 +179,12 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
         parts.append(Text(d.explanation))
     if d.fix:
         parts.append(Text.assemble((f"{labels['fix']}: ", "bold"), d.fix))
-    for ref in d.source[:3]:
-        end = ref.end_line or ref.line
-        if source_lines and 0 < ref.line <= len(source_lines):
-            lo = max(1, ref.line - 1)
-            hi = min(len(source_lines), end + 1)
-            parts.append(Syntax("\n".join(source_lines[lo - 1:hi]), "python", line_numbers=True,
-                                start_line=lo, highlight_lines=set(range(ref.line, end + 1)),
-                                theme="ansi_dark", word_wrap=True))
-        elif ref.text:
+    refs = d.source[:3]
+    for lo, hi, marked in excerpt_blocks(refs, len(source_lines)):
+        parts.append(Syntax("\n".join(source_lines[lo - 1:hi]), "python", line_numbers=True,
+                            start_line=lo, highlight_lines=marked, theme="ansi_dark", word_wrap=True))
+    for ref in refs:
+        if not (source_lines and 0 < ref.line <= len(source_lines)) and ref.text:
             parts.append(Text(f"{labels['line']} {ref.line}: {ref.text}", style="cyan"))
     if d.data.get("mask_expected"):
         parts.append(mask_grids(d.data, lang))

@@ -40,9 +40,16 @@ def test_wheel_has_one_namespace_and_the_kata_data(wheel: Path):
 
 def test_installed_wheel_grades(wheel: Path, tmp_path: Path):
     env_dir = tmp_path / "venv"
-    # system site-packages provide torch & co.; the wheel's own attnkata shadows the checkout's.
-    venv.create(env_dir, with_pip=False, system_site_packages=True)
+    venv.create(env_dir, with_pip=False)
     py = env_dir / "bin" / "python"
+    # torch & co. come from the environment running these tests, which may itself be a virtual
+    # environment (system_site_packages would only reach the base interpreter's, without them).
+    # A .pth line only appends the folder: its own .pth files (the checkout's editable install)
+    # are not run, and the wheel installed below comes first on sys.path.
+    nested = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    outer = [p for p in sys.path if p.endswith("-packages") and Path(p).is_dir()]
+    (Path(nested) / "outer-environment.pth").write_text("\n".join(outer) + "\n", encoding="utf-8")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q",
                     str(wheel)], check=True, capture_output=True, timeout=300)
     where = subprocess.run([str(py), "-c", "import attnkata, sys; print(attnkata.__file__)"],

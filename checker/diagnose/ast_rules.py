@@ -101,6 +101,10 @@ RULES: dict[str, list[str]] = {
     "causal-mask-leaks-future": [r"tril|triu|<=|>=|<|>"],
     "causal-mask-top-left": [r"tril|triu", r"arange"],
     "window-off-by-one": [r"\bW\s*=|[<>]=?\s*\(?\s*p\b|\bp\s*[-+]\s*\(?\s*(?:left|right|W|w)\b", r"window|left|right|\bW\b"],
+    # The direction the window is off in (from behaviour) says which line to show: one key too
+    # few is a window size without its "+ 1" or a strict comparison; one too many is `p - W`.
+    "window-off-by-one/narrower": [r"\bW\s*=(?![^#\n]*\+\s*1\b)", r"[<>](?!=)\s*\(?\s*p\b|\bp\b\s*[<>](?!=)"],
+    "window-off-by-one/wider": [r"\bp\s*-\s*\(?\s*(?:W|w|window)\b(?!\s*[-+]\s*1)", r"<=\s*\(?\s*(?:W|w)\b|\b(?:W|w)\s*>="],
     "window-wrong-side": [r"=\s*window\b|[<>]=?\s*\(?\s*p\b|\bp\s*[-+]\s*\(?\s*(?:left|right|W|w)\b", r"window|left|right|\bW\b"],
     "window-materializes-full-scores": [r"@|matmul|einsum"],
     "transpose-2d-on-batched": [r"\.T\b|\.t\s*\(\s*\)|np\.transpose\s*\(\s*\w+\s*\)|transpose\s*\(\s*0\s*,\s*1\s*\)"],
@@ -119,15 +123,58 @@ RULES: dict[str, list[str]] = {
     "latent-queries-from-input": [r"q_proj|query"],
     "dtype-not-preserved": [r"\.double\s*\(|\.float\s*\(|dtype\s*=|np\.sqrt|torch\.tensor\s*\(|astype|float64|float32"],
     "input-mutated": [r"\.(?!__)\w+_\s*\(|[+\-*/]=(?!=)|\[[^\]]*\]\s*=(?!=)"],
+    "topk-before-mask": [r"topk|kthvalue|sort\s*\(", r"masked_fill"],
+    "topk-softmax-not-renormalized": [r"softmax|\bexp\s*\(", r"topk"],
+    "topk-wrong-dim": [r"topk\s*\([^)]*(?:dim|axis)\s*=\s*(?!-1\b)|topk\s*\([^,)]*,\s*(?!-1\b)-?\d", r"topk"],
+    "topk-keeps-masked": [r"scatter|topk"],
+    "topk-off-by-one": [r"[<>]\s*\w*(?:kth|thresh|th)\w*|topk\s*\([^)]*[+-]\s*1", r"topk|kthvalue"],
+    "global-one-direction": [r"\bglobal|n_global|is_global|gidx"],
+    "window-in-tokens": [r"\babs\s*\(|[<>]=?\s*window\b", r"\bwindow\b"],
+    "random-blocks-transposed": [r"random_blocks|\brand\w*\b"],
+    "last-block-dropped": [r"//\s*block\b|\bnb\s*="],
+    "block-window-off-by-one": [r"[<>]=?\s*\(?\s*window\b|window\s*[+-]\s*1"],
+    "longformer-window-as-total": [r"window\s*//\s*2|window\s*/\s*2|\bw\s*=\s*window"],
+    "padding-ignores-global": [r"key_padding|padding|\breal\b"],
+    "materializes-full-scores": [r"@|matmul|einsum"],
+    # FlashAttention: the accumulation lines (acc = alpha * acc + p @ v, l = alpha * l + p.sum())
+    "online-softmax-no-rescale": [r"\+=?[^=]*(?:@|matmul|einsum)|(?:@|matmul|einsum).*\+"],
+    "online-softmax-sum-not-rescaled": [r"\+=?.*\.sum\s*\(|\.sum\s*\(.*\+"],
+    "flash-max-init-zero": [r"(?:max|\bm|\bm_\w*)\s*=\s*(?:torch\.)?(?:zeros|new_zeros|full|new_full|zeros_like)\b"],
+    "flash-empty-block-nan": [r"\bexp\s*\(", r"\bmaximum\s*\(|amax|\.max\s*\("],
+    "flash-tail-block-dropped": [r"range\s*\([^)]*(?://|-\s*\(?\s*\w*block)", r"range\s*\("],
+    "lse-wrong": [r"\blse\w*\s*\[[^\]]*\]\s*=|\blse\w*\s*=\s*(?!torch\.(?:full|zeros|empty))", r"\blse\b"],
+    "flash-bwd-missing-delta": [r"\bds\w*\s*=|\bdS\w*\s*=", r"\bdp\w*\s*="],
+    "flash-bwd-missing-scale": [r"\bd[qk]\w*\s*(?:\[[^\]]*\])?\s*(?:\+=|=).*(?:@|matmul|einsum)"],
+    "flash-bwd-renormalizes-per-tile": [r"softmax|amax|\.max\s*\(", r"\bexp\s*\("],
+    "flash-bwd-nan-empty-rows": [r"\bexp\s*\(.*lse", r"\blse\b"],
+    "flash-bwd-dk-dv-transposed": [r"\bd[kv]\w*\s*(?:\[[^\]]*\])?\s*(?:\+=|=).*(?:@|matmul|einsum)"],
+    # RoPE, KV cache, MLA decoding: the frequency line, the rotation, the positions, the concatenation.
+    "rope-inv-freq-exponent": [r"\*\*.*arange|arange.*\*\*|pow\s*\(", r"inv_freq|freq"],
+    "rope-rotation-direction": [r"cat\s*\(\s*[\[(]\s*\w+\s*,\s*-|[+-]\s*\w+\s*\*\s*sin", r"\bsin\b"],
+    "rope-positions-ignored": [r"arange\s*\(\s*(?:L|\w*len\w*|\w+\.shape\s*\[\s*-?2\s*\]|\w+\.size\s*\(\s*-?2\s*\))\s*[,)]",
+                               r"shape\s*\[\s*-?2\s*\]"],
+    "cache-positions-restart": [r"arange\s*\(\s*(?:L|\w*len\w*|\w+\.shape\s*\[\s*1\s*\]|\w+\.size\s*\(\s*1\s*\))\s*[,)]",
+                                r"\bpos\w*\s*=.*arange"],
+    "cache-stores-repeated-heads": [r"repeat_interleave|\.repeat\s*\(|\.expand\s*\("],
+    "cache-concat-wrong-dim": [r"\bcat\s*\(\s*[\[(]\s*(?:\w*cache|past)[^\n]*(?:dim\s*=\s*|\]\s*,\s*)(?!2\b)-?\d",
+                               r"\bcat\s*\(\s*[\[(]\s*(?:\w*cache|past)"],
+    "rope-on-values": [r"\b(?:rope|rotate|apply_rotary\w*|apply_rope)\s*\(\s*v\w*\b"],
+    "cache-rerotated": [r"\b(?:rope|rotate\w*|apply_rotary\w*|apply_rope|_rot\w*)\s*\([^)]*(?:arange\s*\(\s*(?:\w+\.shape\s*\[\s*\d\s*\]|S|P\s*\+\s*L)|_all\b)"],
+    "mla-absorb-wrong-slice": [r"kv_b\w*\.weight\s*\[|\bw\w*\s*\[\s*:?\s*\w+\s*\*\s*\w+\s*:?\s*\]", r"kv_b\w*\.weight"],
+    "mla-cache-unnormalized": [r"kv_a_norm\s*\(", r"\bcat\s*\("],
+    "mla-materializes-cache-heads": [r"kv_b_proj\s*\(", r"@|matmul|einsum"],
     "banned-api": [r"scaled_dot_product_attention|MultiheadAttention|multi_head_attention_forward|flex_attention"],
 }
 
 MAX_LINES = 2
 
 
-def locate(mistake: str, src: Source, *, extra: Callable[[Stmt], bool] | None = None) -> list[SourceRef]:
-    """Lines of the candidate's file where `mistake` is most likely written (at most two)."""
-    for pattern in RULES.get(mistake, []):
+def locate(mistake: str, src: Source, *, extra: Callable[[Stmt], bool] | None = None,
+           variant: str | None = None) -> list[SourceRef]:
+    """Lines of the candidate's file where `mistake` is most likely written (at most two).
+    `variant` (e.g. "wider") tries that form's own rules first."""
+    patterns = RULES.get(f"{mistake}/{variant}", []) if variant else []
+    for pattern in patterns + RULES.get(mistake, []):
         hits = src.find(pattern)
         if extra is not None:
             hits = [h for h in hits if extra(h)] or hits

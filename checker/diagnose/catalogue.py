@@ -33,6 +33,9 @@ SYMBOLS: dict[str, str] = {
     "which": "an input", "op_note": "", "scale": "s", "closest": "", "warning": "a RuntimeWarning",
     "got_type": "another type", "want_type": "the type of the reference's output",
     "inputs": "some input shapes", "layer_note": "the names and shapes of its layers decide nothing.",
+    "P": "P",  # cached tokens (kv-cache, mla-decode)
+    "top_k": "top_k", "block": "block", "window": "window", "w": "w", "nb": "nb",  # sparse katas
+    "block_q": "block_q", "block_k": "block_k",  # flash-attention tiles
 }
 
 SYMBOLS_ZH: dict[str, str] = {

@@ -399,6 +399,111 @@ DEMOS: dict[str, str] = {
         q, k, v = rows.view(H, 3, d).unbind(1)              # per head [q_h | k_h | v_h]: GPT-NeoX
         print("per head (NeoX) q rows:", q.flatten().tolist())
     """,
+    "rope-inv-freq-exponent": """
+        import torch
+        d, theta = 8, 10000.0
+        right = theta ** (-torch.arange(0, d, 2) / d)             # exponents 0, 2/d, 4/d, 6/d
+        wrong = theta ** (-torch.arange(d // 2) / d)              # exponents 0, 1/d, 2/d, 3/d
+        print("theta^(-2i/d):", right.numpy().round(4))
+        print("theta^(-i/d): ", wrong.numpy().round(4), "<- only pair 0 agrees")
+    """,
+    "rope-rotation-direction": """
+        import math, torch
+        a, b, angle = 1.0, 0.0, math.pi / 2                       # a pair (1, 0) turned by +90 degrees
+        c, s = math.cos(angle), math.sin(angle)
+        print("(a cos - b sin, a sin + b cos):", (round(a * c - b * s, 3), round(a * s + b * c, 3)), "<- (0, 1)")
+        x = torch.tensor([a, b])
+        x1, x2 = x.chunk(2)
+        wrong = x * c + torch.cat([x2, -x1]) * s                  # rotate_half with the sign on the wrong half
+        print("cat(x2, -x1) instead of cat(-x2, x1):", wrong.numpy().round(3).tolist(), "<- turned by -90 degrees")
+    """,
+    "rope-positions-ignored": """
+        import torch
+        inv_freq = 10000.0 ** (-torch.arange(0, 4, 2) / 4)
+        positions = torch.tensor([7, 8, 9])                       # 3 new tokens after 7 cached ones
+        print("angles from positions:      ", (positions[:, None] * inv_freq)[:, 0].tolist())
+        print("angles from arange(L):      ", (torch.arange(3)[:, None] * inv_freq)[:, 0].tolist(), "<- as if at 0, 1, 2")
+    """,
+    "cache-positions-restart": """
+        P = 5                                                      # tokens already in the cache
+        for step, L in (("prefill", 5), ("chunk", 3), ("token", 1), ("token", 1)):
+            P0 = 0 if step == "prefill" else P
+            right = list(range(P0, P0 + L))
+            wrong = list(range(L))                                 # torch.arange(L): restarts at 0
+            print(f"{step:8s} P={P0:2d}  positions {right}  restart gives {wrong}")
+            P = P0 + L
+    """,
+    "cache-stores-repeated-heads": """
+        import torch
+        B, H, Hkv, P, d = 1, 32, 8, 4096, 128
+        k = torch.zeros(B, Hkv, P, d, dtype=torch.float16, device="meta")
+        expanded = k.repeat_interleave(H // Hkv, dim=1)
+        mib = lambda t: t.numel() * t.element_size() / 2**20
+        print(f"cache with Hkv = {Hkv} heads: {tuple(k.shape)} {mib(k):.0f} MiB per layer for K")
+        print(f"cache of repeated heads:   {tuple(expanded.shape)} {mib(expanded):.0f} MiB  (H / Hkv = {H // Hkv} times more)")
+    """,
+    "cache-concat-wrong-dim": """
+        import torch
+        k_cache = torch.zeros(2, 3, 5, 8)                          # (B, Hkv, P, d)
+        k_new = torch.zeros(2, 3, 1, 8)                            # one new token
+        print("dim=2:", tuple(torch.cat([k_cache, k_new], dim=2).shape), "<- (B, Hkv, P + 1, d)")
+        for dim in (1, -1):
+            try:
+                print(f"dim={dim}:", tuple(torch.cat([k_cache, k_new], dim=dim).shape))
+            except RuntimeError as exc:
+                print(f"dim={dim}: RuntimeError:", str(exc).split(".")[0])
+    """,
+    "rope-on-values": """
+        import torch
+        def rope(x, pos):
+            d = x.shape[-1]
+            a = pos[:, None] * 10000.0 ** (-torch.arange(0, d, 2) / d)
+            a = torch.cat([a, a], -1)
+            return x * a.cos() + torch.cat([-x[..., d // 2:], x[..., : d // 2]], -1) * a.sin()
+        v = torch.ones(3, 4)                                       # three identical values
+        pos = torch.tensor([0., 1., 2.])
+        print("values as projected:", v[:, 0].tolist())
+        print("values rotated:     ", [round(float(t), 3) for t in rope(v, pos)[:, 0]], "<- now depend on position")
+    """,
+    "cache-rerotated": """
+        import math, torch
+        def rot(x, pos):                                          # one pair, inv_freq = 1
+            c, s = math.cos(pos), math.sin(pos)
+            return torch.tensor([x[0] * c - x[1] * s, x[0] * s + x[1] * c])
+        k = torch.tensor([1.0, 0.0])
+        cached = rot(k, 3)                                         # stored when token 3 was new
+        show = lambda t: [round(float(x), 3) for x in t]
+        print("cached key (rotated at 3):  ", show(cached))
+        print("rotated again at 3:         ", show(rot(cached, 3)), "<- as if at position 6")
+        print("rotated once at 6:          ", show(rot(k, 6)))
+    """,
+    "mla-absorb-wrong-slice": """
+        import torch
+        H, nope, v, r = 2, 2, 3, 1
+        rows = torch.arange(H * (nope + v)).view(-1, r)            # kv_b_proj.weight rows, per head [k | v]
+        w = rows.view(H, nope + v, r)
+        print("per head: W_UK rows", w[:, :nope].flatten().tolist(), " W_UV rows", w[:, nope:].flatten().tolist())
+        print("flat:     W_UK rows", rows[: H * nope].flatten().tolist(), " W_UV rows", rows[H * nope:].flatten().tolist())
+    """,
+    "mla-cache-unnormalized": """
+        import torch
+        norm = torch.nn.RMSNorm(4, eps=1e-6)
+        with torch.no_grad():
+            norm.weight.copy_(torch.tensor([0.5, 1.0, 1.5, 2.0]))   # a trained norm weight
+        c_kv = torch.tensor([8.0, -1.5, -11.0, 3.0])
+        show = lambda t: [round(float(x), 2) for x in t]
+        with torch.no_grad():
+            print("c_kv from kv_a_proj (raw): ", show(c_kv))
+            print("kv_a_norm(c_kv), cached:   ", show(norm(c_kv)))
+            print("normalised again on read:  ", show(norm(norm(c_kv))), "<- not the same latent")
+    """,
+    "mla-materializes-cache-heads": """
+        H, P, r, nope, v, rope = 128, 32_768, 512, 128, 128, 64   # DeepSeek-V2 sizes, one layer
+        naive = P * H * (nope + v)                                  # kv_b_proj on every cached latent
+        absorbed = P * (r + rope) + H * (nope + r)                  # the cache itself + the absorbed query
+        print(f"naive decoding step builds  {naive:>13,} numbers")
+        print(f"absorbed step reads         {absorbed:>13,} numbers ({naive / absorbed:.0f}x less)")
+    """,
     "numpy-float-warning": """
         import warnings
         import numpy as np
@@ -409,6 +514,216 @@ DEMOS: dict[str, str] = {
         print("result:", e, " warning:", caught[0].message)
         m = scores.max(-1, keepdims=True)
         print("shift by 0 instead:", np.exp(scores - np.where(np.isfinite(m), m, 0)))
+    """,
+    # -- top-k / block-sparse / Longformer ------------------------------------------------
+    "topk-before-mask": """
+        import torch
+        scores = torch.tensor([5.0, 4.0, 1.0, 0.0])           # one query, four keys
+        mask = torch.tensor([False, True, True, True])         # key 0 may not be attended
+        idx = scores.topk(2).indices                           # top-2 first: keys 0 and 1
+        keep = torch.zeros(4, dtype=torch.bool).scatter(0, idx, True) & mask
+        print("top-k, then mask:", keep.nonzero().flatten().tolist(), " <- only one key left")
+        idx = scores.masked_fill(~mask, float("-inf")).topk(2).indices
+        print("mask, then top-k:", sorted(idx.tolist()))
+    """,
+    "topk-softmax-not-renormalized": """
+        import torch
+        scores = torch.tensor([3.0, 2.0, 1.0, 0.0])
+        keep = torch.tensor([True, True, False, False])       # top-2
+        w = torch.softmax(scores, -1) * keep
+        print("softmax over all, then zeroed:", w.numpy().round(3), " sum", round(float(w.sum()), 3))
+        w = torch.softmax(scores.masked_fill(~keep, float("-inf")), -1)
+        print("softmax over the kept only:   ", w.numpy().round(3), " sum", round(float(w.sum()), 3))
+    """,
+    "topk-wrong-dim": """
+        import torch
+        torch.manual_seed(0)
+        scores = torch.randn(5, 7)                             # (L queries, S keys)
+        for dim in (-1, -2):
+            keep = torch.zeros_like(scores, dtype=torch.bool).scatter(dim, scores.topk(2, dim=dim).indices, True)
+            print(f"topk(2, dim={dim}): keys kept per query = {keep.sum(-1).tolist()}")
+    """,
+    "topk-keeps-masked": """
+        import torch
+        raw = torch.tensor([4.0, 3.0, 2.0, 1.0])
+        mask = torch.tensor([False, False, True, False])       # this query may attend key 2 only
+        masked = raw.masked_fill(~mask, float("-inf"))
+        vals, idx = masked.topk(3)                             # fills the 3 places with masked keys
+        keep = torch.zeros(4, dtype=torch.bool).scatter(0, idx, True)
+        print("softmax(raw scores of the kept set):", torch.softmax(raw.masked_fill(~keep, float("-inf")), -1).numpy().round(3))
+        print("softmax(values topk returned):      ", torch.softmax(torch.full((4,), float("-inf")).scatter(0, idx, vals), -1).numpy().round(3))
+    """,
+    "topk-off-by-one": """
+        import torch
+        scores = torch.tensor([0.9, 0.1, 0.7, 0.3, 0.5])
+        kth = scores.topk(3).values[-1]                        # the 3rd largest, 0.5
+        print("scores >= kth keeps", int((scores >= kth).sum()), "keys")
+        print("scores >  kth keeps", int((scores > kth).sum()), "keys")
+    """,
+    "global-one-direction": """
+        import torch
+        L, w = 6, 1
+        i = torch.arange(L)
+        band = (i[:, None] - i[None, :]).abs() <= w
+        g = torch.zeros(L, dtype=torch.bool); g[0] = True   # position 0 is global
+        for name, m in [("rows only", band | g[:, None]), ("columns only", band | g[None, :]),
+                        ("both", band | g[:, None] | g[None, :])]:
+            print(f"{name:12s} row 0 sees {int(m[0].sum())} keys, key 0 seen by {int(m[:, 0].sum())} queries")
+    """,
+    "window-in-tokens": """
+        import torch
+        L, block, window = 8, 2, 1
+        t = torch.arange(L)
+        blocks = ((t[:, None] // block) - (t[None, :] // block)).abs() <= window
+        tokens = (t[:, None] - t[None, :]).abs() <= window
+        print("keys per query, window in blocks:", blocks.sum(1).tolist())
+        print("keys per query, window in tokens:", tokens.sum(1).tolist())
+    """,
+    "random-blocks-transposed": """
+        import torch
+        nb = 4
+        random_blocks = torch.tensor([[3], [3], [0], [1]])    # block 0 also attends block 3, ...
+        right = torch.zeros(nb, nb, dtype=torch.bool).scatter(1, random_blocks, True)
+        print("rows (query blocks) -> random key blocks:")
+        print(right.int())
+        print("transposed (what layout[random_blocks[i], i] gives):")
+        print(right.T.int())
+    """,
+    "last-block-dropped": """
+        L, block = 13, 4
+        print("L // block       =", L // block, "blocks cover tokens 0 ..", (L // block) * block - 1)
+        print("ceil(L / block)  =", -(-L // block), "blocks cover tokens 0 ..", L - 1)
+    """,
+    "block-window-off-by-one": """
+        import torch
+        nb, window = 6, 1
+        i = torch.arange(nb)
+        for name, m in [("<=", (i[:, None] - i[None, :]).abs() <= window), ("< ", (i[:, None] - i[None, :]).abs() < window)]:
+            print(f"|i - j| {name} window: key blocks per query block = {m.sum(1).tolist()}")
+    """,
+    "longformer-window-as-total": """
+        window = 256                                           # this kata's per-side w
+        print("keys per query, w on each side:   ", 2 * window + 1)
+        print("keys per query, w // 2 on each side:", 2 * (window // 2) + 1)
+    """,
+    "padding-ignores-global": """
+        import torch
+        L = 6
+        g = torch.tensor([5])                                  # a global token at the end ...
+        real = torch.tensor([True, True, True, True, False, False])   # ... that is padding
+        i = torch.arange(L)
+        allowed = ((i[:, None] - i[None, :]).abs() <= 1) | torch.isin(i, g)[:, None] | torch.isin(i, g)[None, :]
+        print("band only padded: query 0 sees", (allowed[0] & (real | torch.isin(i, g))).nonzero().flatten().tolist())
+        print("all keys padded:  query 0 sees", (allowed[0] & real).nonzero().flatten().tolist())
+    """,
+    # -- FlashAttention ---------------------------------------------------------------------
+    "online-softmax-no-rescale": """
+        import torch
+        s = torch.tensor([1.0, 2.0, 5.0, 6.0]); v = torch.tensor([10.0, 20.0, 30.0, 40.0])
+        print("softmax(s) @ v             ", round((torch.softmax(s, 0) @ v).item(), 4))
+        for rescale in (True, False):
+            m, l, acc = float("-inf"), 0.0, 0.0
+            for tile in (slice(0, 2), slice(2, 4)):          # two key tiles
+                m_new = max(m, s[tile].max().item())
+                alpha = torch.exp(torch.tensor(m - m_new)).item()
+                p = torch.exp(s[tile] - m_new)
+                l = alpha * l + p.sum().item()
+                acc = (alpha if rescale else 1.0) * acc + (p @ v[tile]).item()
+                m = m_new
+            print(f"acc rescaled={rescale!s:5}         ", round(acc / l, 4))
+    """,
+    "online-softmax-sum-not-rescaled": """
+        import torch
+        s = torch.tensor([1.0, 2.0, 5.0, 6.0]); v = torch.tensor([10.0, 20.0, 30.0, 40.0])
+        print("softmax(s) @ v             ", round((torch.softmax(s, 0) @ v).item(), 4))
+        for rescale in (True, False):
+            m, l, acc = float("-inf"), 0.0, 0.0
+            for tile in (slice(0, 2), slice(2, 4)):
+                m_new = max(m, s[tile].max().item())
+                alpha = torch.exp(torch.tensor(m - m_new)).item()
+                p = torch.exp(s[tile] - m_new)
+                l = (alpha if rescale else 1.0) * l + p.sum().item()
+                acc = alpha * acc + (p @ v[tile]).item()
+                m = m_new
+            print(f"sum rescaled={rescale!s:5}  l={l:.4f}", round(acc / l, 4))
+    """,
+    "flash-max-init-zero": """
+        import torch
+        s = torch.tensor([-1000.0, -1001.0, -1003.0], dtype=torch.float64)   # every score far below 0
+        for m0 in (float("-inf"), 0.0):
+            m = max(m0, s.max().item())
+            l = torch.exp(s - m).sum().item()
+            print(f"max started at {m0:5}: m = {m:8.1f}, sum of exp(s - m) = {l:.4g}")
+    """,
+    "flash-empty-block-nan": """
+        import torch
+        s = torch.full((3,), float("-inf"))                 # a tile in which this row may see no key
+        m_new = torch.maximum(torch.tensor(float("-inf")), s.max())
+        print("exp(s - m_new)       :", torch.exp(s - m_new).tolist())
+        shift = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+        print("exp(s - shift), 0 for -inf:", torch.exp(s - shift).tolist())
+    """,
+    "flash-tail-block-dropped": """
+        S, block_k = 27, 8
+        print("range(0, S - block_k + 1, block_k):", [(j, min(j + block_k, S) - 1) for j in range(0, S - block_k + 1, block_k)])
+        print("range(0, S, block_k)              :", [(j, min(j + block_k, S) - 1) for j in range(0, S, block_k)])
+    """,
+    "lse-wrong": """
+        import torch
+        s = torch.tensor([2.0, 1.0, 0.5])
+        m = s.max(); l = torch.exp(s - m).sum()
+        print("logsumexp(s)  ", round(torch.logsumexp(s, 0).item(), 4))
+        print("m + log(l)    ", round((m + torch.log(l)).item(), 4))
+        print("m alone       ", round(m.item(), 4))
+        print("log(l) alone  ", round(torch.log(l).item(), 4))
+    """,
+    "flash-bwd-missing-delta": """
+        import torch
+        s = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        dp = torch.tensor([3.0, 2.0, 4.0])                 # dL/dP for one row
+        p = torch.softmax(s, 0)
+        (p * dp).sum().backward()
+        pd = p.detach()
+        print("autograd dS       ", s.grad.numpy().round(4))
+        print("P * (dP - D)      ", (pd * (dp - (pd * dp).sum())).numpy().round(4))
+        print("P * dP (no D)     ", (pd * dp).numpy().round(4))
+    """,
+    "flash-bwd-missing-scale": """
+        import math, torch
+        torch.manual_seed(0)
+        d = 64; scale = 1 / math.sqrt(d)
+        q = torch.randn(1, d, requires_grad=True); k = torch.randn(3, d)
+        torch.softmax(scale * q @ k.T, -1)[0, 0].backward()
+        ds = torch.softmax(scale * q @ k.T, -1).detach()
+        ds = ds * (torch.tensor([[1.0, 0, 0]]) - ds[:, :1])
+        print("autograd dq[:3]      ", q.grad[0, :3].numpy().round(4))
+        print("scale * dS @ k [:3]  ", (scale * ds @ k)[0, :3].numpy().round(4))
+        print("dS @ k (no scale)[:3]", (ds @ k)[0, :3].numpy().round(4))
+    """,
+    "flash-bwd-renormalizes-per-tile": """
+        import torch
+        s = torch.tensor([1.0, 2.0, 3.0, 0.0])
+        lse = torch.logsumexp(s, 0)
+        print("P of tile keys 0..1 from lse :", torch.exp(s[:2] - lse).numpy().round(4))
+        print("softmax of that tile alone   :", torch.softmax(s[:2], 0).numpy().round(4))
+    """,
+    "flash-bwd-nan-empty-rows": """
+        import torch
+        s = torch.full((3,), float("-inf"))                 # a query with no allowed key
+        lse = torch.logsumexp(s, 0)
+        print("lse =", lse.item(), "  exp(s - lse) =", torch.exp(s - lse).tolist())
+        safe = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+        print("lse -> 0 first: exp(s - 0) =", torch.exp(s - safe).tolist())
+    """,
+    "flash-bwd-dk-dv-transposed": """
+        import torch
+        p = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]])   # (2 queries, 3 keys)
+        dout = torch.tensor([[1.0], [2.0]])                      # (2 queries, dv = 1)
+        print("dV = P^T @ dout, one row per key:", (p.T @ dout).flatten().tolist())
+        try:
+            p @ dout
+        except RuntimeError as exc:
+            print("P @ dout:", str(exc).split(" (")[0])
     """,
 }
 

@@ -552,7 +552,24 @@ class Engine:
             sig = None
         if m and sig is not None and sig.kind == "function" and int(m.group(1)) < len(sig.params):
             return f"`{sig.params[int(m.group(1))]}` ({label})"
+        if m and sig is not None and sig.kind == "class":  # a module's call: forward's parameters
+            forward = self._forward_params(entry)
+            if int(m.group(1)) < len(forward):
+                return f"`{forward[int(m.group(1))]}` ({label})"
         return label
+
+    def _forward_params(self, entry: str) -> list[str]:
+        """The skeleton's `entry.forward` parameters after self (e.g. x, cache)."""
+        try:
+            tree = ast.parse(self.kata.skeleton_path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError):
+            return []
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == entry:
+                for fn in node.body:
+                    if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
+                        return [a.arg for a in fn.args.args[1:]]
+        return []
 
     def _values_match(self, c: Observed, r: Observed) -> bool:
         from attnkata.checker.diagnose.behaviour import differs, flatten
@@ -591,7 +608,7 @@ class Engine:
             if extra is not None and self.cand_obs:
                 data.update(extra(f.id, self.spec.probes, self.cand_obs, self.spec.subject) or {})
             if not f.source:
-                f.source = locate(f.id, self.src)
+                f.source = locate(f.id, self.src, variant=_variant(f.id, params))
             f.source = _merge_refs(f.source, self.src)
             severity = f.severity or (m.severity if f.strength >= 2 else "actionable")
             out.append(Diagnostic(
@@ -672,6 +689,14 @@ class Engine:
         self.result.diagnostics[:] = [d for i, d in enumerate(self.result.diagnostics)
                                       if i not in self.explained_runner and d.id not in mine]
         return diags
+
+
+def _variant(mid: str, params: dict[str, Any]) -> str | None:
+    """Which form of the mistake the behaviour showed, where that changes the line to show."""
+    got, want = params.get("got_keys"), params.get("W")
+    if mid == "window-off-by-one" and isinstance(got, int) and isinstance(want, int) and got != want:
+        return "wider" if got > want else "narrower"
+    return None
 
 
 _MATMUL_OPS = {"bmm", "mm", "matmul", "baddbmm", "addmm", "einsum", "_unsafe_view", "mul", "expand"}

@@ -142,7 +142,10 @@ def grid_of(value: Any, kind: str, limit: int = 16) -> list[list[int | None]] | 
 
     kind "mask": the output is a mask; "weights": the output's rows are attention weights.
     Leading dims are dropped by taking index 0 (after squeezing size-1 dims). Cells: 1 may
-    attend, 0 may not, None = NaN. None when the value is not an array."""
+    attend, 0 may not, None = NaN. None when the value is not an array. A tuple output
+    (FlashAttention's (out, lse)) is drawn from its first part."""
+    if isinstance(value, tuple | list) and value:
+        value = value[0]
     if isinstance(value, np.ndarray):
         value = torch.from_numpy(np.ascontiguousarray(value))
     if not isinstance(value, torch.Tensor) or value.dim() < 1:

@@ -31,6 +31,7 @@ from typing import Any
 
 from attnkata import __version__
 from attnkata.checker.errors import KataDefinitionError, KataError, UsageError
+from attnkata.checker.messages import clip
 from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result
 from attnkata.checker.sets.manifest import (
     Manifest,
@@ -63,6 +64,8 @@ class GradeOptions:
     late_penalty: float | None = None
     out: Path | None = None
     fresh: bool = False
+    katas: list[str] | None = None  # grade only these katas of the set (platform autograders)
+    dask: str | None = None  # a Dask scheduler address, or local[:N]: grade on that cluster
 
 
 @dataclass
@@ -226,6 +229,25 @@ def _preload(kata_ids: list[str]) -> None:
             pass
 
 
+def grade_one(check: Callable[..., Any], kata_id: str, path: Path, lim: Any, lang: str,
+              policy: tuple[str, tuple[str, ...]]) -> dict[str, Any]:
+    """Grade one file in this (worker) process: a reply for `on_reply`, never an exception."""
+    t0 = time.perf_counter()
+    try:
+        result = check(load_set_kata(kata_id), path, limits=lim, lang=lang, policy=policy[0],
+                       allow_imports=policy[1])
+        reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
+    except KataDefinitionError as exc:
+        reply = {"ok": False, "kind": "grader-broken", "message": exc.message}
+    except KataError as exc:
+        reply = {"ok": False, "kind": "unreadable-file", "message": exc.message}
+    except Exception as exc:  # noqa: BLE001 - a bug in attnkata must not stop the batch
+        reply = {"ok": False, "kind": "grader-internal-error",
+                 "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"}
+    reply["seconds"] = round(time.perf_counter() - t0, 3)
+    return reply
+
+
 def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, log_path: str,
                  scratch: str, policy: tuple[str, tuple[str, ...]] = ("enforce", ())) -> None:
     """A grading worker: grade what the parent sends until it sends None."""
@@ -254,19 +276,7 @@ def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, 
             return
         if task is None:
             return
-        t0 = time.perf_counter()
-        try:
-            result = check(load_set_kata(task["kata"]), Path(task["path"]), limits=lim, lang=lang,
-                           policy=policy[0], allow_imports=policy[1])
-            reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
-        except KataDefinitionError as exc:
-            reply = {"ok": False, "kind": "grader-broken", "message": exc.message}
-        except KataError as exc:
-            reply = {"ok": False, "kind": "unreadable-file", "message": exc.message}
-        except Exception as exc:  # noqa: BLE001 - a bug in attnkata must not stop the batch
-            reply = {"ok": False, "kind": "grader-internal-error",
-                     "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"}
-        reply["seconds"] = round(time.perf_counter() - t0, 3)
+        reply = grade_one(check, task["kata"], Path(task["path"]), lim, lang, policy)
         try:
             conn.send((task["index"], reply))
         except (BrokenPipeError, OSError):
@@ -456,6 +466,11 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
     opts = opts or GradeOptions()
     bundle, submissions = Path(bundle), Path(submissions)
     manifest, warnings = verify_bundle(bundle)
+    if opts.katas:
+        unknown = sorted(set(opts.katas) - set(manifest.kata_ids))
+        if unknown:
+            raise UsageError(f"the set has no kata {', '.join(unknown)}", f"its katas: {', '.join(manifest.kata_ids)}")
+        manifest.katas = [k for k in manifest.katas if k.id in opts.katas]
     lang = opts.lang or ("zh" if manifest.options.get("lang") == "zh" else "en")
     if lang not in ("en", "zh"):
         raise UsageError(f"unknown language {lang!r}", "use en or zh")
@@ -525,7 +540,7 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
                             "kata_hash": kata_by_id[task.kata].hash, "config": config,
                             "seconds": entry.seconds, "result": result, "ts": time.time()})
         else:
-            warnings.append(f"{task.student}/{task.kata}: {reply.get('message', '')[:300]}")
+            warnings.append(f"{task.student}/{task.kata}: {clip(str(reply.get('message', '')), 300)}")
         counts["done"] += 1
         counts["failed"] += entry.status != PASS
         if progress:
@@ -534,10 +549,18 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
     if progress:
         progress({**counts, "last": None, "status": None})
     watchdog = 2 * (limits[0] + limits[1]) + 60
+    runner: Callable[..., Any] = run_pool
+    if opts.dask:
+        from functools import partial
+
+        from attnkata.checker.sets.cluster import run_dask
+
+        # Same tasks, replies and journal; only where the workers run differs.
+        runner = partial(run_dask, address=opts.dask, kata_hashes={k.id: k.hash for k in manifest.katas})
     try:
-        run_pool(tasks, jobs=jobs, limits=limits, lang=lang, log_path=out / "workers.log", watchdog=watchdog,
-                 on_reply=on_reply, tick=(lambda: progress(dict(counts, last=None, status=None))) if progress else (lambda: None),
-                 kata_ids=manifest.kata_ids, policy=policy)
+        runner(tasks, jobs=jobs, limits=limits, lang=lang, log_path=out / "workers.log", watchdog=watchdog,
+               on_reply=on_reply, tick=(lambda: progress(dict(counts, last=None, status=None))) if progress else (lambda: None),
+               kata_ids=manifest.kata_ids, policy=policy)
     finally:
         journal.close()
     stats = {**counts, "graded": counts["done"], "seconds": round(time.monotonic() - t0, 3), "jobs": jobs,

@@ -37,11 +37,18 @@ LABELS = {
     },
 }
 
+# Chinese text needs a font with CJK glyphs, named explicitly: a minimal Debian with Chromium
+# has none by default and draws empty boxes (README: install fonts-noto-cjk). Linux, macOS and
+# Windows names, most common first.
+CJK_FONTS = ('"Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei", '
+             '"WenQuanYi Zen Hei", "Droid Sans Fallback", "PingFang SC", "Hiragino Sans GB", "Microsoft YaHei"')
+
 CSS = """
 :root { --ink: #1d2330; --muted: #5d6675; --rule: #d5d9e0; --accent: #2457c5; --code: #f5f6f8; }
 * { box-sizing: border-box; }
-body { font: 15px/1.55 -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "PingFang SC",
-       "Microsoft YaHei", Helvetica, Arial, sans-serif; color: var(--ink); margin: 0; background: #fff; }
+body { font: 15px/1.55 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, CJK_FONTS, sans-serif;
+       color: var(--ink); margin: 0; background: #fff; }
+:lang(zh) { font-family: CJK_FONTS, "Noto Sans", Helvetica, Arial, sans-serif; }
 main { max-width: 860px; margin: 0 auto; padding: 28px 32px 48px; }
 h1 { font-size: 28px; margin: 0 0 6px; } h2 { font-size: 22px; margin: 28px 0 8px; }
 h3 { font-size: 17px; margin: 20px 0 6px; }
@@ -49,7 +56,7 @@ h3 { font-size: 17px; margin: 20px 0 6px; }
 table { border-collapse: collapse; margin: 10px 0 16px; width: 100%; }
 th, td { border: 1px solid var(--rule); padding: 5px 8px; text-align: left; vertical-align: top; }
 th { background: #eef1f6; }
-code { font-family: "JetBrains Mono", "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 13px;
+code { font-family: "JetBrains Mono", "DejaVu Sans Mono", Menlo, Consolas, CJK_FONTS, monospace; font-size: 13px;
        background: var(--code); padding: 0 3px; border-radius: 3px; }
 pre { background: var(--code); border: 1px solid var(--rule); border-radius: 6px; padding: 10px 12px;
       white-space: pre-wrap; word-break: break-word; overflow-wrap: anywhere; }
@@ -66,7 +73,7 @@ section.kata { border-top: 3px solid var(--accent); margin-top: 36px; padding-to
   h2, h3 { break-after: avoid; }
   a { color: inherit; text-decoration: none; }
 }
-"""
+""".replace("CJK_FONTS", CJK_FONTS)
 
 
 def markdown() -> MarkdownIt:

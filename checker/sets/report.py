@@ -15,8 +15,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from attnkata.checker.messages import clip
 from attnkata.checker.models import SEVERITIES
 from attnkata.checker.sets.grade import MISSING, ClassResults, Entry
+from attnkata.checker.sets.handout import CJK_FONTS
 
 COUNTED_SEVERITIES = ("essential", "actionable")  # what counts as a mistake in the histogram
 MAX_FEEDBACK_DIAGNOSTICS = 3
@@ -232,6 +234,31 @@ def _ordered(diags: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def quoted_lines(ref: dict[str, Any], lines: list[str]) -> str | None:
+    """The student's own lines a diagnosis points at, numbered (at most 8), or None."""
+    lo, hi = ref["line"], ref.get("end_line") or ref["line"]
+    if lines and 0 < lo <= len(lines):
+        return "\n".join(f"{n:>4} | {lines[n - 1]}" for n in range(lo, min(hi, lo + 7, len(lines)) + 1))
+    if ref.get("text"):
+        return f"{lo:>4} | {ref['text']}"
+    return None
+
+
+def diagnosis_markdown(d: dict[str, Any], lines: list[str], t: dict[str, Any]) -> list[str]:
+    """One diagnosis as Markdown lines: title, explanation, fix and the student's own lines."""
+    severity = t["severities"].get(d.get("severity", ""), d.get("severity", ""))
+    out = [f"**{_inline(d.get('title', d['id']))}** (`{d['id']}`, {severity})", ""]
+    if d.get("explanation"):
+        out += [_inline(d["explanation"]), ""]
+    if d.get("fix"):
+        out += [t["fix_line"].format(fix=_inline(d["fix"])), ""]
+    for ref in d.get("source", [])[:3]:
+        snippet = quoted_lines(ref, lines)
+        if snippet is not None:
+            out += [t["code_line"].format(line=ref["line"]), "", _fence(snippet), ""]
+    return out
+
+
 def feedback_markdown(cr: ClassResults, student: str) -> str:
     t = _t(cr)
     m = cr.manifest
@@ -264,27 +291,12 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
             lines = _source_lines(e.path)
             out += [f"### {t['what_went_wrong']}", ""]
             for d in diags:
-                severity = t["severities"].get(d.get("severity", ""), d.get("severity", ""))
-                out.append(f"**{_inline(d.get('title', d['id']))}** (`{d['id']}`, {severity})")
-                out.append("")
-                if d.get("explanation"):
-                    out += [_inline(d["explanation"]), ""]
-                if d.get("fix"):
-                    out += [t["fix_line"].format(fix=_inline(d["fix"])), ""]
-                for ref in d.get("source", [])[:3]:
-                    lo, hi = ref["line"], ref.get("end_line") or ref["line"]
-                    if lines and 0 < lo <= len(lines):
-                        snippet = "\n".join(f"{n:>4} | {lines[n - 1]}" for n in range(lo, min(hi, lo + 7, len(lines)) + 1))
-                    elif ref.get("text"):
-                        snippet = f"{lo:>4} | {ref['text']}"
-                    else:
-                        continue
-                    out += [t["code_line"].format(line=lo), "", _fence(snippet), ""]
+                out += diagnosis_markdown(d, lines, t)
         failed = [x for x in tests if x["status"] not in ("pass", "skip")]
         if failed:
             out += [f"### {t['failed_tests']}", ""]
             for x in failed[:MAX_FEEDBACK_TESTS]:
-                msg = _inline(x.get("message", ""))[:300]
+                msg = clip(_inline(x.get("message", "")), 300)
                 out.append(f"- `{x['id']}` ({t['tiers'].get(x['tier'], x['tier'])}, "
                            f"{t['statuses'].get(x['status'], x['status'])})"
                            + (f": {msg}" if msg else ""))
@@ -320,8 +332,9 @@ CSS = """
 :root { --ink:#1d2330; --muted:#5d6675; --rule:#d5d9e0; --accent:#2457c5; --pass:#1f8a4c; --fail:#c23b3b;
         --warn:#b7791f; --bg:#f7f8fa; }
 * { box-sizing: border-box; }
-body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "PingFang SC",
-       "Microsoft YaHei", Helvetica, Arial, sans-serif; color: var(--ink); margin: 0; background: #fff; }
+body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, CJK_FONTS, sans-serif;
+       color: var(--ink); margin: 0; background: #fff; }
+:lang(zh) { font-family: CJK_FONTS, "Noto Sans", Helvetica, Arial, sans-serif; }
 main { max-width: 1080px; margin: 0 auto; padding: 24px 28px 48px; }
 h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 28px 0 8px; }
 .meta { color: var(--muted); margin: 0 0 14px; }
@@ -336,12 +349,12 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .bar > span { display: block; height: 100%; border-radius: 3px; background: var(--accent); }
 .s-pass { color: var(--pass); } .s-fail, .s-error { color: var(--fail); } .s-timeout { color: var(--warn); }
 .s-missing { color: var(--muted); }
-code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; }
+code { font-family: "DejaVu Sans Mono", Menlo, Consolas, CJK_FONTS, monospace; font-size: 12px; }
 svg text { font-family: inherit; }
 @page { size: A4; margin: 14mm; }
 @media print { main { max-width: none; padding: 0; } table, .cards, svg { break-inside: avoid; }
   h2 { break-after: avoid; } }
-"""
+""".replace("CJK_FONTS", CJK_FONTS)
 
 
 def _bar(share: float) -> str:
@@ -427,9 +440,16 @@ def render_html(cr: ClassResults) -> str:
                          f"<small>{esc(status)}</small></td>")
             if e.late:
                 notes.append(f"{k}: {t['late']}")
+            notes += [f"{k}: {clip(n, 120)}" for n in e.notes]
+            top = _ordered((e.result or {}).get("diagnostics", []))
+            if top and e.status not in ("pass", MISSING) and top[0].get("severity") == "essential":
+                notes.append(f"{k}: {clip(top[0].get('title', top[0]['id']), 100)} ({top[0]['id']})")
         body.append(f"<tr class=\"student\"><td>{esc(s)}</td>{''.join(cells)}<td class=\"num\">{cr.total(s):g} / "
                     f"{m.max_points:g}</td><td class=\"num\">{percent(cr, s):g}%</td><td>{esc('; '.join(notes))}</td></tr>")
     body.append("</tbody></table>")
+    from attnkata.checker.sets.similarity import render_section
+
+    body.append(render_section(cr))
     lim = cr.stats.get("limits", {})
     weights = ", ".join(f"{k} {v:g}" for k, v in m.grading.tier_weights.items())
     body.append(f"<h2>{t['config']}</h2><p class=\"meta\">{t['weights']}: {esc(weights)} · {t['limits']}: "

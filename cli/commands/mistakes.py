@@ -63,9 +63,9 @@ def mistakes(
     table = Table(title=title, caption=labels["hint"], caption_justify="left")
     table.add_column(labels["id"], no_wrap=True)
     table.add_column(labels["severity"])
-    table.add_column(labels["mistake"])
+    table.add_column(labels["mistake"], overflow="fold")  # CJK has no spaces to wrap at
     if kata_id is None:
-        table.add_column(labels["katas"], style="dim")
+        table.add_column(labels["katas"], style="dim", overflow="fold")
     for m in entries:
         row = [m.id, Text(m.severity, style=SEVERITY_STYLE.get(m.severity, "")), m.render("title", lang)]
         if kata_id is None:

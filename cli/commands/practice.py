@@ -8,11 +8,12 @@ import json
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.syntax import Syntax
+from rich import box
 from rich.table import Table
 
 from attnkata.checker import catalog, workspace
@@ -31,15 +32,33 @@ def _fmt_seconds(seconds: float | None) -> str:
         return f"{seconds:.0f}s"
     if seconds < 3600:
         return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.0f}d"
+
+
+def _plans(h: History) -> tuple[dict, datetime]:
+    """Every kata's practice plan (checker/schedule.py) from the history, and now."""
+    from attnkata.checker import schedule
+
+    return schedule.plan(catalog.summaries(), *h.timeline()), datetime.now(UTC)
+
+
+def _when(due: datetime | None, now: datetime) -> str:
+    if due is None:
+        return "-"
+    if due <= now:
+        return "now"
+    return "in " + _fmt_seconds((due - now).total_seconds())
 
 
 def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
-    """The katas with difficulty, minutes and your status."""
+    """The katas with difficulty, minutes and your status (due: time to review it)."""
     lang = resolve_lang(lang)
-    katas = catalog.all_katas()
+    katas = catalog.summaries()
     with History() as h:
         stats = h.stats()
+        plans, now = _plans(h)
     rows = []
     for k in katas.values():
         s = stats.get(k.id)
@@ -47,18 +66,46 @@ def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
             "id": k.id, "title": k.title.get(lang), "difficulty": k.difficulty, "minutes": k.minutes,
             "status": s.status if s else "not started",
             "best_time": s.time_to_first_pass if s else None,
+            "due": plans[k.id].is_due(now),
         })
     if json_out:
         print_json(rows)
         return
-    table = Table(title="attnkata")
-    for col in ("id", "title", "difficulty", "min", "status", "time to pass"):
-        table.add_column(col)
+    table = Table(title="attnkata", box=box.SIMPLE_HEAD)
+    # Ids are what the user types next: never cut. The title wraps (CJK folds by character),
+    # with the level under it, so 80 columns are enough for every id.
+    table.add_column("id", no_wrap=True, min_width=max(len(k) for k in katas))
+    table.add_column("title", ratio=1, overflow="fold")
+    table.add_column("status", no_wrap=True)
     style = {"passed": "green", "attempted": "yellow", "started": "yellow"}
     for r in rows:
-        table.add_row(r["id"], r["title"], r["difficulty"], str(r["minutes"]),
-                      f"[{style.get(r['status'], 'dim')}]{r['status']}[/]", _fmt_seconds(r["best_time"]))
+        status = f"[{style.get(r['status'], 'dim')}]{r['status']}[/]"
+        if r["best_time"] is not None:
+            status += f" [dim]({_fmt_seconds(r['best_time'])})[/]"
+        if r["due"]:
+            status += "\n[bold magenta]due[/]"
+        table.add_row(r["id"], f"{r['title']}\n[dim]{r['difficulty']} · {r['minutes']} min[/]", status)
     out.print(table)
+
+
+def next_kata(json_out: JsonOption = False, lang: LangOption = None) -> None:
+    """The kata to practise next, and why (spaced repetition over your katas and mistakes)."""
+    from attnkata.checker import schedule
+
+    lang = resolve_lang(lang)
+    with History() as h:
+        plans, now = _plans(h)
+    rec = schedule.recommend(catalog.summaries(), plans, now)
+    if rec is None:
+        raise UsageError("no katas installed", "reinstall attnkata")
+    if json_out:
+        print_json({"kata": rec.kata, "reason": rec.reason.get(lang, rec.reason["en"]), "plan": rec.plan.to_dict(),
+                    "due": [p.kata for p in sorted(plans.values(), key=lambda p: p.due or now) if p.is_due(now)]})
+        return
+    title = catalog.summaries()[rec.kata].title.get(lang)
+    out.print(f"[bold]{rec.kata}[/] — {title}")
+    out.print(rec.reason.get(lang, rec.reason["en"]))
+    out.print(f"[dim]kata start {rec.kata}[/]")
 
 
 def show(kata: KataArg, lang: LangOption = None) -> None:
@@ -69,9 +116,9 @@ def show(kata: KataArg, lang: LangOption = None) -> None:
 
 
 def _markdown(text: str):  # noqa: ANN202 - rich.markdown is imported only where it is shown
-    from rich.markdown import Markdown
+    from attnkata.cli.markdown import Statement
 
-    return Markdown(text)
+    return Statement(text)
 
 
 def start(
@@ -253,7 +300,10 @@ def solution(
                 raise typer.Exit(1)
         h.record_event(k.id, "solution", {"after_pass": passed})
     code = strip_markers(reference_path(k.id).read_text(encoding="utf-8"))
-    out.print(Syntax(code, "python", line_numbers=True, theme="ansi_dark"))
+    from rich.syntax import Syntax  # pygments: only where code is shown
+
+    # Long lines wrap (with the line number kept) instead of being cut at the terminal's edge.
+    out.print(Syntax(code, "python", line_numbers=True, theme="ansi_dark", word_wrap=True))
 
 
 def history(
@@ -292,18 +342,25 @@ def stats(json_out: JsonOption = False) -> None:
     with History() as h:
         per_kata = h.stats()
         mistakes = h.mistake_counts()
+        plans, now = _plans(h)
     if json_out:
-        print_json({"katas": {k: s.__dict__ | {"status": s.status} for k, s in per_kata.items()},
-                    "mistakes": mistakes})
+        print_json({"katas": {k: s.__dict__ | {"status": s.status, "due": _iso(plans.get(k))}
+                              for k, s in per_kata.items()},
+                    "mistakes": mistakes,
+                    "due": [p.kata for p in sorted(plans.values(), key=lambda p: p.due or now) if p.is_due(now)]})
         return
     if not per_kata:
         out.print("No practice recorded yet. Start with `kata start sdpa`.")
         return
-    table = Table(title="stats")
-    for col in ("kata", "status", "attempts", "passes", "time to first pass", "hints"):
-        table.add_column(col)
+    table = Table(title="stats", box=box.SIMPLE_HEAD)
+    table.add_column("kata", no_wrap=True)
+    for col in ("status", "passes", "to pass", "hints", "review"):
+        table.add_column(col, no_wrap=True)
     for s in per_kata.values():
-        table.add_row(s.kata, s.status, str(s.attempts), str(s.passes), _fmt_seconds(s.time_to_first_pass), str(s.hints))
+        p = plans.get(s.kata)
+        due = _when(p.due if p else None, now)
+        table.add_row(s.kata, s.status, f"{s.passes}/{s.attempts}", _fmt_seconds(s.time_to_first_pass), str(s.hints),
+                      f"[bold magenta]{due}[/]" if due == "now" else due)
     out.print(table)
     if mistakes:
         mt = Table(title="your most common mistakes")
@@ -312,6 +369,11 @@ def stats(json_out: JsonOption = False) -> None:
         for mid, n in list(mistakes.items())[:10]:
             mt.add_row(mid, str(n))
         out.print(mt)
+
+
+def _iso(plan: object) -> str | None:
+    due = getattr(plan, "due", None)
+    return due.isoformat() if due else None
 
 
 def demo(lang: LangOption = None, json_out: JsonOption = False) -> None:
@@ -331,5 +393,6 @@ def demo(lang: LangOption = None, json_out: JsonOption = False) -> None:
 
 def register(app: typer.Typer) -> None:
     app.command("list")(list_katas)
+    app.command("next")(next_kata)
     for fn in (show, start, check, watch, hint, solution, history, stats, demo):
         app.command()(fn)
