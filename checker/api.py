@@ -43,7 +43,8 @@ def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang:
     A cancelled (CheckCancelled) or interrupted (KeyboardInterrupt) check records nothing."""
     from attnkata.checker.sandbox import host
 
-    host.prestart()  # the sandbox imports torch while this process does the same
+    # The sandbox imports torch (and what the grader will need) while this process does the same.
+    host.prestart(warm=host.warm_ups_for(kata.grader_path.read_text(encoding="utf-8")))
     from attnkata.checker.runner import check as run_check
 
     t0 = time.time()

@@ -167,6 +167,10 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
         result.timings = {"total": round(time.perf_counter() - t0, 3)}
         return result
     lines = source.splitlines()
+    from attnkata.checker.sandbox import host
+
+    # A zygote not started yet loads what this grader will make the candidate use (no-op otherwise).
+    host.prestart(warm=host.warm_ups_for(kata.grader_path.read_text(encoding="utf-8")))
     with Candidate(path, limits, source=source) as candidate:
         candidate.cancel = cancel
         candidate.start()

@@ -52,8 +52,10 @@ def measure(kata_id: str, runs: int = 3) -> float:
 def _slowest_call(kata_id: str) -> float:
     from attnkata.checker import catalog, proxy
     from attnkata.checker.runner import check
+    from attnkata.checker.sandbox import host
 
     kata = catalog.get_kata(kata_id)
+    host.prestart(warm=host.warm_ups_for(kata.grader_path.read_text(encoding="utf-8")))  # as `kata check` does
     slowest = 0.0
     original = proxy.Candidate._request
 

@@ -18,3 +18,12 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KATA_WORKSPACE", str(tmp_path / "workspace"))
     monkeypatch.setenv("KATA_LANG", "en")
     return home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_sandbox() -> None:
+    """One zygote for the whole run, warmed for the meta device that the mask katas' graders use
+    (otherwise every candidate that builds a mask there would load ~800 modules)."""
+    from attnkata.checker.sandbox import host
+
+    host.prestart(warm=tuple(host.WARM_UPS))

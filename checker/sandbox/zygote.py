@@ -170,6 +170,11 @@ def _preload(config: dict[str, Any]) -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - optional
             pass
+    for code in config.get("warm", ()):  # host.WARM_UPS: fixed snippets of the host's, not candidate code
+        try:
+            exec(code, {"torch": torch})  # noqa: S102
+        except Exception:  # noqa: BLE001 - a warm-up only saves time
+            pass
 
 
 # -- the server ---------------------------------------------------------------------------------

@@ -202,7 +202,7 @@ def watch(
         raise UsageError(f"{path} is a directory", f"give the file, e.g. {path / k.solution_file}")
     if not path.is_file():
         raise UsageError(f"no such file: {path}", f"run `kata start {k.id}` first")
-    host.prestart()
+    host.prestart(warm=host.warm_ups_for(k.grader_path.read_text(encoding="utf-8")))
     # Warm this process once (torch, pytest, the grader and the references stay loaded), so
     # every re-check after a save costs only the grading itself.
     from attnkata.checker import runner  # noqa: F401
