@@ -55,6 +55,9 @@ class KataGroup(TyperGroup):
             module = importlib.import_module(f"attnkata.cli.commands.{COMMAND_MODULES[cmd_name]}")
             holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False)
             module.register(holder)
+            # Convert only the command asked for: typer builds every parameter of every command
+            # it converts, and `kata list` needs one.
+            holder.registered_commands = [c for c in holder.registered_commands if _name(c) == cmd_name]
             for name, command in typer.main.get_group(holder).commands.items():
                 self.commands.setdefault(name, command)
         return super().get_command(ctx, cmd_name)
@@ -76,6 +79,10 @@ class KataGroup(TyperGroup):
             _report(ctx, f"internal error: {type(exc).__name__}: {exc}",
                     "run again with --debug for the traceback, and please report it", exc)
             raise typer.Exit(EXIT_BROKEN) from None
+
+
+def _name(info: Any) -> str:
+    return info.name or info.callback.__name__.lower().replace("_", "-")
 
 
 def _report(ctx: Any, message: str, hint: str | None, exc: BaseException) -> None:

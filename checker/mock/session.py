@@ -14,10 +14,8 @@ Stdlib only: `kata mock status` and `kata solution` import this module.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import secrets
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -59,6 +57,8 @@ def now() -> float:
 
 
 def sha(data: bytes) -> str:
+    import hashlib  # (with secrets below: OpenSSL costs `kata hint` ~8 ms at start-up)
+
     return hashlib.sha256(data).hexdigest()[:16]
 
 
@@ -322,6 +322,8 @@ def blocking_session(kata_id: str) -> Session | None:
 
 # -- creating a session ------------------------------------------------------------------
 def new_id(at: float) -> str:
+    import secrets
+
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(at)) + "-" + secrets.token_hex(2)
 
 

@@ -110,15 +110,17 @@ def next_kata(json_out: JsonOption = False, lang: LangOption = None) -> None:
 
 def show(kata: KataArg, lang: LangOption = None) -> None:
     """Print the statement of KATA."""
+    from attnkata.cli.markdown import print_statement
+
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
-    out.print(_markdown(k.statement(lang)))
+    print_statement(out, k.id, lang, k.statement(lang))
 
 
 def _markdown(text: str):  # noqa: ANN202 - rich.markdown is imported only where it is shown
-    from attnkata.cli.markdown import Statement
+    from attnkata.cli.markdown import render
 
-    return Statement(text)
+    return render(text)
 
 
 def start(
