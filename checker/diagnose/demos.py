@@ -451,7 +451,7 @@ DEMOS: dict[str, str] = {
             try:
                 print(f"dim={dim}:", tuple(torch.cat([k_cache, k_new], dim=dim).shape))
             except RuntimeError as exc:
-                print(f"dim={dim}: RuntimeError:", str(exc).split(".")[0])
+                print(f"dim={dim}: torch.cat refuses -", str(exc).split(".")[0])
     """,
     "rope-on-values": """
         import torch
@@ -617,6 +617,12 @@ DEMOS: dict[str, str] = {
         print("all keys padded:  query 0 sees", (allowed[0] & real).nonzero().flatten().tolist())
     """,
     # -- FlashAttention ---------------------------------------------------------------------
+    "materializes-full-scores": """
+        L = S = 4096
+        tile = 128
+        print(f"full score matrix : {L * S:>12,} elements")
+        print(f"one 128 x 128 tile: {tile * tile:>12,} elements ({L * S // (tile * tile)} times fewer)")
+    """,
     "online-softmax-no-rescale": """
         import torch
         s = torch.tensor([1.0, 2.0, 5.0, 6.0]); v = torch.tensor([10.0, 20.0, 30.0, 40.0])
