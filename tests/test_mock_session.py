@@ -201,3 +201,51 @@ def test_file_saved_after_an_unwatched_deadline_counts_as_last_checked(tmp_path,
     assert p["status"] == "fail" and "explicit_scale" in p["failed_tests"]
     assert "after the deadline" in p["note"] and "last check" in p["note"]
     assert card["submit_reason"] == "deadline"
+
+
+def test_model_answers_appear_only_once_answered_and_mid_session_mistakes_stay(tmp_path, monkeypatch):
+    t0 = time.time()
+    at(monkeypatch, t0)
+    info = start(tmp_path, seed=31)
+    path = Path(info["problems"][0]["file"])
+    unscaled = REFERENCE.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale",
+                                 "scale = 1.0 if scale is None else scale")
+    assert unscaled != REFERENCE, "the reference's scale line changed: update this test"
+    path.write_text(unscaled, encoding="utf-8")
+    at(monkeypatch, t0 + 200)
+    assert "missing-scale" in kata("mock", "check", "sdpa", code=None).output
+    path.write_text(REFERENCE, encoding="utf-8")  # fixed before the end
+    at(monkeypatch, t0 + 600)
+    kata("mock", "check", "sdpa")
+    at(monkeypatch, t0 + 900)
+    pending = json.loads(kata("mock", "submit", "--no-interactive", "--json").stdout)
+    assert pending["followups"]["pending"] == 3
+    assert all(q["model_answer"] is None for q in pending["followups"]["questions"])
+    model_label = scorecard.LABELS["en"]["model"]
+    assert model_label not in kata("mock", "card").output
+    for md in (tmp_path / "session").glob("*.md"):
+        assert model_label not in md.read_text(encoding="utf-8"), md
+    mistakes = pending["problems"][0]["mistakes"]
+    assert [m["id"] for m in mistakes] == ["missing-scale"] and mistakes[0]["fixed"]
+    answers, _ = answers_for(31, tmp_path, wrong_choice=False, open_rating=1)
+    card = json.loads(kata("mock", "answer", "--answers", str(answers), "--json").stdout)
+    model = {q["id"]: q["answer"] for q in followups.questions_for(SDPA, 31)}
+    assert any(model.values())
+    assert all(q["model_answer"] == model[q["id"]] for q in card["followups"]["questions"])
+    assert card["problems"][0]["mistakes"] == [{"id": "missing-scale", "title": mistakes[0]["title"], "fixed": True}]
+    assert "fixed before the end" in (tmp_path / "session" / "scorecard.md").read_text(encoding="utf-8")
+    assert "missing-scale" in kata("mock", "card").output
+
+
+def test_a_chosen_kata_longer_than_the_interview_is_warned_about(tmp_path):
+    res = runner.invoke(app, ["mock", "start", "--katas", "mla", "--minutes", "30", "--no-interactive", "--json",
+                              "--dir", str(tmp_path / "s1")])
+    assert res.exit_code == 0, res.output
+    want = catalog.get_kata("mla").minutes
+    assert want > 30
+    assert f"mla ({want} min) suggest {want} minutes in all, more than this 30-minute interview" in " ".join(res.stderr.split())
+    json.loads(res.stdout)  # stdout stays pure JSON
+    kata("mock", "abandon", "--yes")
+    ok = runner.invoke(app, ["mock", "start", "--katas", "sdpa", "--minutes", "30", "--no-interactive",
+                             "--dir", str(tmp_path / "s2")])
+    assert ok.exit_code == 0 and "warning" not in ok.stderr

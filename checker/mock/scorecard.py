@@ -94,9 +94,10 @@ def problem_card(s: Session, p: sess.Problem) -> dict[str, Any]:
         "required_tiers": result.get("required_tiers", ["core", "edge"]),
         "tests_passed": final["passed"],
         "tests_total": final["total"],
-        # The untouched skeleton raising NotImplementedError is not a mistake worth naming.
-        "mistakes": [{"id": mid, "title": final["titles"].get(mid, "")} for mid in final["diagnoses"]]
-        if attempted else [],
+        # Every mistake diagnosed during the session, fixed or not (a mistake fixed before the
+        # end is still what the interviewer saw); the untouched skeleton raising
+        # NotImplementedError is not a mistake worth naming.
+        "mistakes": session_mistakes(p, final) if attempted else [],
         "failed_tests": [t["id"] for t in result.get("tests", []) if t["status"] not in ("pass", "skip")],
         "time_to_first_pass": None if first_pass is None else round(first_pass - s.started, 1),
         "hints": len(p.hints),
@@ -107,6 +108,23 @@ def problem_card(s: Session, p: sess.Problem) -> dict[str, Any]:
         "score": round(max(0.0, raw - penalty), 1),
         "note": p.snapshot_note,
     }
+
+
+def session_mistakes(p: sess.Problem, final: dict[str, Any]) -> list[dict[str, Any]]:
+    """The problem's diagnosed mistakes over all its checks and the graded version, in the order
+    they first appeared; `fixed`: absent from the graded version."""
+    seen: dict[str, str] = {}
+    for check in [*p.checks, final]:
+        if check["status"] != "pass" and _only_not_implemented(check):
+            continue
+        for mid in check["diagnoses"]:
+            seen.setdefault(mid, check["titles"].get(mid, ""))
+    return [{"id": mid, "title": title, "fixed": mid not in final["diagnoses"]} for mid, title in seen.items()]
+
+
+def _only_not_implemented(check: dict[str, Any]) -> bool:
+    """A check of a file that still raises the skeleton's NotImplementedError everywhere."""
+    return check["diagnoses"] == ["exception"] and "NotImplementedError" in check["titles"].get("exception", "")
 
 
 def followup_card(s: Session) -> dict[str, Any]:
@@ -123,7 +141,9 @@ def followup_card(s: Session) -> dict[str, Any]:
             "given": a["given"] if a else None,
             "expected": a["expected"] if a else None,
             "feedback": a["feedback"] if a else None,
-            "model_answer": q["answer"],
+            # Shown once the question is answered or given up for good (never on a card that
+            # still asks for the answer).
+            "model_answer": q["answer"] if a is not None else None,
         })
     points = sum(i["points"] for i in items)
     most = MAX_POINTS * len(items)
@@ -221,6 +241,7 @@ LABELS = {
         "mistakes": "Diagnosed mistakes", "none": "none", "notes": "Notes",
         "fu_title": "Follow-up questions", "question": "Question", "answer": "Your answer",
         "expected": "Expected", "points": "Points", "model": "Model answer", "scale": "Verdict scale",
+        "fixed": "fixed before the end",
         "scoring": "How the score is computed", "not_attempted": "not attempted", "pts": "points",
         "no_questions": "No follow-up questions (no problem was attempted).", "failed": "failing tests",
         "tests": "tests",
@@ -235,6 +256,7 @@ LABELS = {
         "mistakes": "诊断出的错误", "none": "无", "notes": "备注",
         "fu_title": "追问", "question": "问题", "answer": "你的回答",
         "expected": "参考答案", "points": "得分", "model": "参考答案", "scale": "结论标准",
+        "fixed": "结束前已改正",
         "scoring": "计分方式", "not_attempted": "未作答", "pts": "分",
         "no_questions": "没有追问（没有作答任何题目）。", "failed": "未通过的测试",
         "tests": "测试",
@@ -309,7 +331,8 @@ def to_markdown(card: dict[str, Any], lang: str | None = None) -> str:
                      f"{fmt_duration(p['time_to_first_pass'])} | {p['hints']} | {p['score']:.0f}{penalty} |")
     lines += ["", f"### {L['mistakes']}", ""]
     for p in card["problems"]:
-        found = ", ".join(f"`{m['id']}`" + (f" ({m['title']})" if m["title"] else "") for m in p["mistakes"])
+        found = ", ".join(f"`{m['id']}`" + (f" ({m['title']})" if m["title"] else "")
+                          + (f" ({L['fixed']})" if m.get("fixed") else "") for m in p["mistakes"])
         lines.append(f"- `{p['kata']}`: {found or L['none']}")
         if p["failed_tests"] and p["attempted"]:
             tests = ", ".join(f"`{x}`" for x in p["failed_tests"][:8])

@@ -76,7 +76,8 @@ L: dict[str, dict[str, str]] = {
                       "terminal, or `kata mock answer --answers FILE` (question ids below).",
         "saved": "Scorecard saved: {md} (and scorecard.json).",
         "no_sessions": "No mock interviews yet. Start one with `kata mock start --minutes 30`.",
-        "trend": "Trend", "mistakes": "mistakes", "result": "result", "score": "score",
+        "trend": "Trend", "mistakes": "mistakes", "fixed": "fixed before the end",
+        "too_long": "warning: {names} suggest {total} minutes in all, more than this {minutes}-minute interview", "result": "result", "score": "score",
         "not_attempted": "not attempted", "pending": "waiting for your answer",
         "easy": "easy", "medium": "medium", "hard": "hard", "about": "~{n} min", "verdict": "verdict", "rule": "rule",
         "total": "total", "coding": "coding", "followups": "follow-ups", "pending_verdict": "pending follow-ups",
@@ -107,7 +108,8 @@ L: dict[str, dict[str, str]] = {
                       "`kata mock answer --answers FILE`（问题 id 见下）。",
         "saved": "评分卡已保存：{md}（以及 scorecard.json）。",
         "no_sessions": "还没有模拟面试记录。用 `kata mock start --minutes 30` 开始一场。",
-        "trend": "趋势", "mistakes": "错误", "result": "结果", "score": "得分",
+        "trend": "趋势", "mistakes": "错误", "fixed": "结束前已改正",
+        "too_long": "注意：{names} 的建议用时合计 {total} 分钟，超过了这场 {minutes} 分钟的面试", "result": "结果", "score": "得分",
         "not_attempted": "未作答", "pending": "等待回答",
         "easy": "简单", "medium": "中等", "hard": "困难", "about": "约 {n} 分钟", "verdict": "结论", "rule": "规则",
         "total": "总分", "coding": "编码", "followups": "追问", "pending_verdict": "待回答追问",
@@ -306,7 +308,7 @@ def print_card(card: dict[str, Any], folder: Path | None = None) -> None:
         shown = p["status"] if p["attempted"] else lab(lang, "not_attempted")
         table.add_row(p["kata"], Text(shown, style=STATUS_STYLE.get(p["status"], "red")),
                       scorecard.tiers_text(p["tiers"]), scorecard.fmt_duration(p["time_to_first_pass"]),
-                      str(p["hints"]), f"{p['score']:.0f}", ", ".join(m["id"] for m in p["mistakes"]) or "-")
+                      str(p["hints"]), f"{p['score']:.0f}", ", ".join(m["id"] + (f" ({lab(lang, 'fixed')})" if m.get("fixed") else "") for m in p["mistakes"]) or "-")
     body += [Text(""), table]
     for p in card["problems"]:
         if p["note"]:
@@ -455,6 +457,10 @@ def start(
         picks = picker.pick(picker.candidates(difficulty), stats, mistakes, seed=seed, count=count, minutes=minutes)
     s = sess.create([p.kata for p in picks], {p.kata.id: p.reason for p in picks}, minutes=minutes,
                     seed=seed, lang=lang, folder=directory)
+    suggested = sum(p.kata.minutes for p in picks)
+    if suggested > minutes:  # the user's own choice: said once, on stderr (the clock is running)
+        names = ", ".join(f"{p.kata.id} ({p.kata.minutes} min)" for p in picks)
+        err.print(lab(lang, "too_long", names=names, total=suggested, minutes=minutes), style="yellow", highlight=False)
     if json_out:
         print_json(s.summary())
         return
