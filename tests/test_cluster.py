@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from attnkata.checker.sandbox import host
 from attnkata.checker.sets.grade import JOURNAL, ClassResults, GradeOptions, grade_set
 from attnkata.cli.app import app
 
@@ -55,11 +56,13 @@ def _journal_keys(folder: Path) -> set[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    import time; T0=time.perf_counter(); say=lambda m: print(f"{time.perf_counter()-T0:6.2f} {m}", flush=True)
     tmp = tmp_path_factory.mktemp("cluster")
     bundle = tmp / "set"
     res = CliRunner().invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0",
                                    "--lang", "en", "--title", "Week 3"])
     assert res.exit_code == 0, res.output
+    say("created")
     subs = tmp / "class"
     for name, src in STUDENTS.items():
         (subs / name).mkdir(parents=True)
@@ -74,9 +77,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     with (tmp / "dask.stdout").open("w") as so, (tmp / "dask.stderr").open("w") as se:
         child = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL)
         try:
-            # No thread of this process runs while the local pool forks its workers.
-            local = grade_set(bundle, subs, GradeOptions(jobs=2, timeout=float(TIMEOUT), out=tmp / "local"))
+            # No thread of this process runs while the local pool forks its workers. They would
+            # inherit the warm-ups that conftest asks of the test run's zygote (the meta device,
+            # ~3 s per zygote, which sdpa never uses); `kata set grade` in its own process has none.
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(host, "_warm", set())
+                local = grade_set(bundle, subs, GradeOptions(jobs=2, timeout=float(TIMEOUT), out=tmp / "local"))
+            say("local done")
             rc = child.wait(timeout=240)
+            say("dask done")
         finally:
             if child.poll() is None:
                 child.kill()

@@ -7,6 +7,7 @@ that is done, and that a tampered bundle is refused."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 import re
@@ -257,6 +258,11 @@ def test_feedback_explains_each_students_result_without_hidden_code(graded):
     assert "Time limit exceeded" in erin and "timeout" in erin
     assert "No file was handed in" in (folder / "frank.md").read_text()
     assert "late" in (folder / "bob.md").read_text().lower()
+    for name in STUDENTS:  # a long test message is clipped at a word boundary, never mid-word
+        messages = [" ".join(t["message"].split()) for t in (graded.entries[name]["result"] or {}).get("tests", [])]
+        for shown in re.findall(r"^- `[^`]+` \([^)]*\): (.*)…$", (folder / f"{name}.md").read_text(), re.M):
+            full = next(m for m in messages if m.startswith(html.unescape(shown)))
+            assert full[len(html.unescape(shown))] == " ", (name, shown)
     grader_lines = {ln.strip() for ln in load_set_kata("sdpa").grader_path.read_text().splitlines()
                     if len(ln.strip()) > 20}
     for name in STUDENTS:
@@ -280,6 +286,13 @@ def test_the_class_report_shows_pass_rates_and_the_mistake_histogram(graded):
         assert f"data-id=\"{m['id']}\"" in page
         assert f"<strong>{m['share']:.0%}</strong> ({m['count']} of {m['of']})" in page
     assert "Score distribution" in page and "<svg" in page
+    # The Notes column says why a row looks the way it does: late, a missing file, the top mistake.
+    rows = [row.split("</tr>", 1)[0] for row in page.split('<tr class="student">')[1:]]
+    notes = {row.split("</td>", 1)[0].split(">")[-1]: row.rsplit("<td>", 1)[-1].split("</td>")[0] for row in rows}
+    assert "late" in notes["bob"] and "found: attention.py" in notes["frank"]
+    assert "(timeout)" in notes["erin"] and notes["alice"] == ""
+    carol_top = next(d for d in graded.entries["carol"]["result"]["diagnostics"] if d["severity"] == "essential")
+    assert f"({carol_top['id']})" in notes["carol"]
 
 
 # -- chromium ----------------------------------------------------------------------------------

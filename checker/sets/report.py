@@ -438,7 +438,7 @@ def render_html(cr: ClassResults) -> str:
             status = t["statuses"].get(e.status, e.status)
             cells.append(f"<td class=\"num s-{esc(e.status)}\" title=\"{esc(status)}\">{e.score:g} "
                          f"<small>{esc(status)}</small></td>")
-            if e.late:
+            if e.late and not any("late" in n.lower() for n in e.notes):
                 notes.append(f"{k}: {t['late']}")
             notes += [f"{k}: {clip(n, 120)}" for n in e.notes]
             top = _ordered((e.result or {}).get("diagnostics", []))
