@@ -35,6 +35,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from attnkata.checker.diagnose.catalogue import COST_IDS  # right values, wrong cost
+
 REPO = Path(__file__).resolve().parent.parent
 MISTAKES = REPO / "tests" / "fixtures" / "mistakes"
 ALT = REPO / "tests" / "fixtures" / "alt"
@@ -43,7 +45,6 @@ REAL = REPO / "tests" / "fixtures" / "real"
 # Runner ids and "cannot take this input" ids: never a verdict about the mistake itself.
 RUNNER_IDS = {"exception", "timeout", "interpreter-ended", "memory-limit", "signature-mismatch"}
 NOT_A_VERDICT = RUNNER_IDS | {"input-not-supported", "no-known-mistake"}
-COST_IDS = {"window-materializes-full-scores"}  # right values, wrong cost
 
 
 def _diagnose_anyway(kata, path: Path, result=None):  # noqa: ANN001, ANN202

@@ -37,7 +37,7 @@ STUDENTS = {
     "carol": REFERENCE.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale",
                                "scale = 1.0 if scale is None else scale"),
 }
-TIMEOUT = "3"  # candidate seconds: the loop's cost, with room for a loaded machine
+TIMEOUT = "2"  # candidate seconds: what the loop costs; a correct sdpa needs ~0.3
 
 
 @dataclass
@@ -56,13 +56,11 @@ def _journal_keys(folder: Path) -> set[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    import time; T0=time.perf_counter(); say=lambda m: print(f"{time.perf_counter()-T0:6.2f} {m}", flush=True)
     tmp = tmp_path_factory.mktemp("cluster")
     bundle = tmp / "set"
     res = CliRunner().invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0",
                                    "--lang", "en", "--title", "Week 3"])
     assert res.exit_code == 0, res.output
-    say("created")
     subs = tmp / "class"
     for name, src in STUDENTS.items():
         (subs / name).mkdir(parents=True)
@@ -83,9 +81,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(host, "_warm", set())
                 local = grade_set(bundle, subs, GradeOptions(jobs=2, timeout=float(TIMEOUT), out=tmp / "local"))
-            say("local done")
             rc = child.wait(timeout=240)
-            say("dask done")
         finally:
             if child.poll() is None:
                 child.kill()

@@ -79,7 +79,7 @@ def test_mistake_fixture_is_diagnosed(kata_id: str, path: Path) -> None:
 
 # Right values, wrong cost (e.g. alt/sliding-window/full_mask.py): legitimate for an
 # alternative only if the grader's efficiency tier fails it too.
-COST_IDS = {"window-materializes-full-scores"}
+COST_IDS = catalogue.COST_IDS  # right values, wrong cost
 
 
 @pytest.mark.parametrize(("kata_id", "path"), _correct_cases())

@@ -22,6 +22,8 @@ from attnkata.checker.models import SEVERITIES
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
 EVERY_KATA = "*"
 NO_MATCH = "no-known-mistake"
+# Mistakes of cost, not of values: a file with only these fails the `efficient` tier alone.
+COST_IDS = frozenset({"window-materializes-full-scores", "materializes-full-scores", "mla-materializes-cache-heads"})
 
 # How each parameter reads when no candidate numbers are at hand (`kata explain`, `kata mistakes`).
 SYMBOLS: dict[str, str] = {
