@@ -86,8 +86,7 @@ class Kata:
 
     def statement(self, lang: str) -> str:
         """The statement with the shared conventions spliced in at `{{conventions}}`."""
-        text = self.statement_path(lang).read_text(encoding="utf-8")
-        return text.replace(CONVENTIONS_MARK, conventions(lang))
+        return statement(self.id, lang)[1]
 
     def hint_for(self, mistake: str) -> Hint | None:
         return next((h for h in self.hints if h.mistake == mistake), None)
@@ -313,6 +312,21 @@ def get_kata(name: str) -> Kata:
         if candidate in ids:
             return load_kata(katas_root() / candidate)
     raise UnknownKataError(name, suggest(name, ids))
+
+
+def statement(name: str, lang: str) -> tuple[str, str]:
+    """(kata id, statement in `lang`) without loading the kata.toml: `kata show` reads only the
+    statement (an unknown name still gets the closest ids)."""
+    ids = kata_ids()
+    kata_id = next((c for c in (name, name.strip().lower().replace("_", "-")) if c in ids), None)
+    if kata_id is None:
+        raise UnknownKataError(name, suggest(name, ids))
+    path = katas_root() / kata_id / ("statement.zh.md" if lang == "zh" else "statement.md")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        raise KataDefinitionError(f"{path}: statement missing") from None
+    return kata_id, text.replace(CONVENTIONS_MARK, conventions(lang))
 
 
 def suggest(name: str, choices: list[str]) -> list[str]:

@@ -113,8 +113,8 @@ def show(kata: KataArg, lang: LangOption = None) -> None:
     from attnkata.cli.markdown import print_statement
 
     lang = resolve_lang(lang)
-    k = catalog.get_kata(kata)
-    print_statement(out, k.id, lang, k.statement(lang))
+    kata_id, text = catalog.statement(kata, lang)
+    print_statement(out, kata_id, lang, text)
 
 
 def _markdown(text: str):  # noqa: ANN202 - rich.markdown is imported only where it is shown
