@@ -80,7 +80,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
             # ~3 s per zygote, which sdpa never uses); `kata set grade` in its own process has none.
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(host, "_warm", set())
-                local = grade_set(bundle, subs, GradeOptions(jobs=2, timeout=float(TIMEOUT), out=tmp / "local"))
+                local = grade_set(bundle, subs, GradeOptions(jobs=1, timeout=float(TIMEOUT), out=tmp / "local"))
             rc = child.wait(timeout=240)
         finally:
             if child.poll() is None:

@@ -176,9 +176,12 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _library_path(path: str, package: str, tmp: str) -> bool:
-    if _inside(path, package) or _inside(path, tmp) or path == "/":
+    site = os.path.basename(path) in ("site-packages", "dist-packages")
+    # A virtual environment may live under the temp dir (CI, throwaway venvs): its
+    # site-packages is a library folder like any other; the rest of the temp dir is not.
+    if _inside(path, package) or (_inside(path, tmp) and not site) or path == "/":
         return False
-    return not _inside(package, path) or os.path.basename(path) in ("site-packages", "dist-packages")
+    return not _inside(package, path) or site
 
 
 def _config(mode: str, harness: str) -> dict[str, Any]:

@@ -20,14 +20,16 @@ from attnkata.checker.probes import randn
 ENTRY = "apply_rope"
 B, H, L, D = 2, 3, 5, 8
 PAIRING_PROBE = "pairing: one-hot features, every token at position 1"
+PAIRING_PROBE_INTERLEAVED = "pairing, interleaved=True: one-hot features, every token at position 1"
 
 
 def rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0, interleaved: bool = False, *,
-         swap_layout: bool = False, exponent: str = "2i/d", direction: int = 1,
-         ignore_positions: bool = False) -> torch.Tensor:
-    """RoPE with the mistakes' knobs: the other layout, another frequency exponent ("i/d":
-    arange(d/2) / d; "2i/(d/2)": arange(0, d, 2) / (d/2)), the rotation turned by -angle, and
-    positions replaced by 0 .. L-1."""
+         swap_layout: bool = False, fixed_layout: bool | None = None, exponent: str = "2i/d",
+         direction: int = 1, ignore_positions: bool = False) -> torch.Tensor:
+    """RoPE with the mistakes' knobs: the other layout, one layout whatever `interleaved` says
+    (fixed_layout: code carried over from a codebase with only that layout), another frequency
+    exponent ("i/d": arange(d/2) / d; "2i/(d/2)": arange(0, d, 2) / (d/2)), the rotation turned
+    by -angle, and positions replaced by 0 .. L-1."""
     d = x.shape[-1]
     if d % 2:
         raise ValueError(f"RoPE needs an even feature dim, got d = {d}")
@@ -39,6 +41,8 @@ def rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0, inter
     if angles.dim() == 3:
         angles = angles[:, None]
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if fixed_layout is not None:
+        interleaved = fixed_layout
     if interleaved != swap_layout:
         a, b = x[..., 0::2], x[..., 1::2]
         return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
@@ -51,7 +55,9 @@ def _m(**knobs: Any) -> Callable[..., torch.Tensor]:
 
 
 MUTANTS = {
-    "rope-wrong-layout": _m(swap_layout=True),
+    # Swapped both ways, or one layout for both values of `interleaved` (HF/NeoX rotate_half
+    # or Meta's complex pairs carried over as they are): wrong on the other layout only.
+    "rope-wrong-layout": [_m(swap_layout=True), _m(fixed_layout=False), _m(fixed_layout=True)],
     "rope-inv-freq-exponent": [_m(exponent="i/d"), _m(exponent="2i/(d/2)")],
     "rope-rotation-direction": _m(direction=-1),
     "rope-positions-ignored": _m(ignore_positions=True),
@@ -81,6 +87,8 @@ def probes() -> list[Probe]:
               params=_params(), dtype=torch.float32, name_zh="float32，位置 3..7"),
         Probe(PAIRING_PROBE, ENTRY, (onehot, torch.ones(D, dtype=torch.long)), params={**_params(), "L": D},
               name_zh="配对：one-hot 特征，所有 token 都在位置 1"),
+        Probe(PAIRING_PROBE_INTERLEAVED, ENTRY, (onehot, torch.ones(D, dtype=torch.long), 10000.0, True),
+              params={**_params(), "L": D}, name_zh="配对（interleaved=True）：one-hot 特征，所有 token 都在位置 1"),
         Probe("gradient w.r.t. x", ENTRY, (randn(B, H, L, D, seed=506), start, 10000.0, True),
               params=_params(), grad=((0,), randn(B, H, L, D, seed=507))),
     ]
@@ -100,23 +108,28 @@ def pairing(out: Any) -> list[int | None] | None:
 
 
 def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:
-    """For a layout mistake: which feature rotates with which, the contract's (half) beside
-    what the candidate's output shows."""
+    """For a layout mistake: which feature rotates with which, the contract's beside what the
+    candidate's output shows, for the first layout (half, then interleaved) where they differ."""
     if mid != "rope-wrong-layout":
         return {}
+    layouts = {PAIRING_PROBE: ("half", [(j + D // 2) % D for j in range(D)]),
+               PAIRING_PROBE_INTERLEAVED: ("interleaved", [j ^ 1 for j in range(D)])}
     for p, o in zip(probes, observed, strict=False):
-        if p.name == PAIRING_PROBE and o.ok:
-            got = pairing(o.value)
-            if got is None:
-                return {}
-            want = [(j + D // 2) % D for j in range(D)]
-            return {"pictures": [{
-                "caption": {"en": f"Which feature rotates with which (d = {D}, interleaved=False)",
-                            "zh": f"哪个特征和哪个特征一起旋转（d = {D}，interleaved=False）"},
-                "columns": [{"en": "feature", "zh": "特征"}, {"en": "partner (contract: half)", "zh": "搭档（约定：half）"},
-                            {"en": "partner (yours)", "zh": "搭档（你的）"}],
-                "rows": [[j, want[j], "?" if got[j] is None else got[j]] for j in range(D)],
-                "marked": [j for j in range(D) if got[j] != want[j]],
-                "differs": [[j, 2] for j in range(D) if got[j] != want[j]],
-            }]}
+        if p.name not in layouts or not o.ok:
+            continue
+        got = pairing(o.value)
+        layout, want = layouts[p.name]
+        if got is None or got == want:
+            continue
+        flag = layout == "interleaved"
+        return {"pictures": [{
+            "caption": {"en": f"Which feature rotates with which (d = {D}, interleaved={flag})",
+                        "zh": f"哪个特征和哪个特征一起旋转（d = {D}，interleaved={flag}）"},
+            "columns": [{"en": "feature", "zh": "特征"},
+                        {"en": f"partner (contract: {layout})", "zh": f"搭档（约定：{layout}）"},
+                        {"en": "partner (yours)", "zh": "搭档（你的）"}],
+            "rows": [[j, want[j], "?" if got[j] is None else got[j]] for j in range(D)],
+            "marked": [j for j in range(D) if got[j] != want[j]],
+            "differs": [[j, 2] for j in range(D) if got[j] != want[j]],
+        }]}
     return {}
