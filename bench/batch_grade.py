@@ -10,11 +10,19 @@ with the same isolation and the same limits:
   nbgrader-style tools do (each pays interpreter + torch + pytest start-up), run J at a time so
   both sides use the same cores; the same per-call and total time limits are passed to it.
 
-Prints both throughputs (submissions per second) and their ratio, and checks that both sides
-agree on which submissions pass.
+and, when Dask's distributed scheduler is installed (`attnkata[cluster]`), a third time per
+worker count W in --dask-workers (default 1 and 2): `kata set grade ... --dask local:W`, a
+LocalCluster of W worker processes started by the command itself. Its wall time includes
+starting the cluster and warming its workers, as the local pool's includes starting the pool:
+a first-time instructor's cost, not a best case.
 
-    python bench/batch_grade.py            # N=40, J=cores, T=2, attnkata timed 3 times (median)
-    python bench/batch_grade.py --n 100 --jobs 2
+Prints each throughput (submissions per second) and its ratio to the naive way's, measured in
+the same run; checks that the naive way agrees with attnkata on which submissions pass, and
+that Dask gives every submission the local pool's status.
+
+    python bench/batch_grade.py            # N=40, J=cores, T=2, local pool timed 3 times (median)
+    python bench/batch_grade.py --n 100 --jobs 2 --dask-workers 2
+    python bench/batch_grade.py --dask-workers none   # no Dask rows
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -82,8 +91,9 @@ def make_submissions(root: Path, n: int) -> dict[str, str]:
     return out
 
 
-def run_attnkata(bundle: Path, subs: Path, out: Path, jobs: int, timeout: float) -> tuple[float, dict[str, str], str]:
-    cmd = [sys.executable, "-m", "attnkata", "set", "grade", str(bundle), str(subs), "--jobs", str(jobs),
+def run_attnkata(bundle: Path, subs: Path, out: Path, where: list[str], timeout: float) -> tuple[float, dict[str, str], str]:
+    """One `kata set grade` from scratch; `where`: ["--jobs", J] or ["--dask", ADDRESS]."""
+    cmd = [sys.executable, "-m", "attnkata", "set", "grade", str(bundle), str(subs), *where,
            "--timeout", f"{timeout:g}", "--quiet", "--out", str(out), "--fresh"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -93,6 +103,33 @@ def run_attnkata(bundle: Path, subs: Path, out: Path, jobs: int, timeout: float)
     data = json.loads((out / "results.json").read_text())
     status = {s["student"]: s["katas"]["sdpa"]["status"] for s in data["students"]}
     return wall, status, shlex.join(cmd)
+
+
+def timed_runs(repeat: int, run: Callable[[], tuple[float, dict[str, str], str]]) -> tuple[list[float], dict[str, str], str]:
+    """`run` `repeat` times: the wall times, and the last run's statuses and command."""
+    walls = []
+    for _ in range(max(1, repeat)):
+        wall, status, cmd = run()
+        walls.append(wall)
+    return walls, status, cmd
+
+
+def runs_line(walls: list[float], n: int, note: str = "") -> str:
+    median = statistics.median(walls)
+    return (f"  runs: {', '.join(f'{w:.1f}' for w in walls)} s; median {median:.1f} s wall, "
+            f"{n / median:.2f} submissions/s{note}")
+
+
+def dask_workers(text: str) -> list[int]:
+    if text.strip().lower() in ("", "none", "0"):
+        return []
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of worker counts: {text!r}") from None
+    if any(c < 1 for c in counts):
+        raise argparse.ArgumentTypeError("worker counts must be at least 1")
+    return counts
 
 
 def naive_command(file: Path, timeout: float) -> list[str]:
@@ -124,6 +161,11 @@ def main() -> None:
                          "run is long enough to average out other load on the machine")
     ap.add_argument("--jobs", type=int, default=None, help="parallel workers for both sides (default: cores)")
     ap.add_argument("--timeout", type=float, default=2.0, help="candidate seconds per submission (default 2)")
+    ap.add_argument("--dask-workers", type=dask_workers, default=[1, 2], metavar="W[,W...]",
+                    help="also grade on a local Dask cluster of W workers, for each W (default 1,2; none: skip)")
+    ap.add_argument("--dask-repeat", type=int, default=1,
+                    help="time each Dask run this many times and use the median (default 1: each run also "
+                         "starts a cluster, and the default run must stay a few minutes on 2 cores)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
     jobs = args.jobs or len(os.sched_getaffinity(0))
@@ -141,23 +183,41 @@ def main() -> None:
           f"timeout={args.timeout:g}s per submission, {os.cpu_count()} CPUs visible")
     print("mix: " + ", ".join(f"{k} {v}" for k, v in sorted(mix.items(), key=lambda kv: -kv[1])))
 
-    runs = []
-    for _ in range(max(1, args.repeat)):
-        wall, our_status, cmd = run_attnkata(bundle, subs, tmp / "out", jobs, args.timeout)
-        runs.append(wall)
+    runs, our_status, cmd = timed_runs(
+        args.repeat, lambda: run_attnkata(bundle, subs, tmp / "out", ["--jobs", str(jobs)], args.timeout))
     ours = statistics.median(runs)
     print(f"\nattnkata: {cmd}")
-    print(f"  runs: {', '.join(f'{r:.1f}' for r in runs)} s; median {ours:.1f} s wall, "
-          f"{args.n / ours:.2f} submissions/s")
+    print(runs_line(runs, args.n))
     naive, naive_status = run_naive(subs, sorted(kinds), jobs, args.timeout)
     example = shlex.join(naive_command(subs / "s000" / "sdpa.py", args.timeout))
     print(f"naive ({jobs} at a time): {example}")
     print(f"  {naive:.1f} s wall, {args.n / naive:.2f} submissions/s")
+    rows = [(f"naive, {jobs} at a time", naive), (f"attnkata local pool, --jobs {jobs}", ours)]
+    same: list[str] = []
+    if args.dask_workers:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            print('\nDask: skipped (distributed is not installed; pip install "attnkata[cluster]")')
+        else:
+            for w in args.dask_workers:
+                where = ["--dask", f"local:{w}"]
+                walls, status, cmd = timed_runs(
+                    args.dask_repeat, lambda where=where: run_attnkata(bundle, subs, tmp / "out-dask", where, args.timeout))
+                print(f"Dask, {w} local worker(s): {cmd}")
+                print(runs_line(walls, args.n, " (starting the cluster included)"))
+                rows.append((f"Dask --dask local:{w}", statistics.median(walls)))
+                same.append(f"local:{w} {sum(status[s] == our_status[s] for s in kinds)}/{args.n}")
     agree = sum((our_status[s] == "pass") == (naive_status[s] == "pass") for s in kinds)
     print(f"\nverdicts agree on {agree}/{args.n} submissions "
           f"(attnkata passes {sum(v == 'pass' for v in our_status.values())}, "
           f"naive passes {sum(v == 'pass' for v in naive_status.values())})")
-    print(f"ratio: {naive / ours:.1f}x the naive throughput")
+    if same:
+        print(f"Dask gives the local pool's status to: {', '.join(same)} submissions")
+    print("\nsubmissions/s, and the ratio to the naive way (same run):")
+    for label, wall in rows:
+        print(f"  {label:<34}{args.n / wall:7.2f}/s {naive / wall:7.1f}x")
+    print(f"ratio: {naive / ours:.1f}x the naive throughput (goal: >= 10x on 2 cores)")
     if not args.keep:
         import shutil
 

@@ -332,3 +332,16 @@ def test_html_documents_name_a_cjk_font():
         assert "Noto Sans CJK SC" in css and "WenQuanYi Micro Hei" in css and ":lang(zh)" in css
     readme = (REPO / "README.md").read_text()
     assert "fonts-wqy-microhei" in readme or "fonts-noto-cjk" in readme
+
+
+def test_a_virtual_environment_under_the_temp_dir_is_a_library_path():
+    """A venv in /tmp (CI, a throwaway venv) must reach the sandbox: its numpy and torch."""
+    from attnkata.checker.sandbox.host import _library_path
+
+    tmp, package = "/tmp", "/work/checkout"
+    assert _library_path("/tmp/venv/lib/python3.11/site-packages", package, tmp)
+    assert not _library_path("/tmp/student-files", package, tmp)
+    assert not _library_path("/tmp", package, tmp)
+    assert not _library_path("/work/checkout/reference", package, tmp)
+    assert not _library_path("/work", package, tmp)  # holds the package (its references)
+    assert _library_path("/usr/lib/python3/dist-packages", package, tmp)
