@@ -45,6 +45,7 @@ def main() -> None:
     kata = shutil.which("kata") or sys.exit("`kata` is not on PATH: install attnkata first")
     home = tempfile.mkdtemp(prefix="attnkata-bench-")
     env = {**os.environ, "KATA_HOME": home}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed Python runs: with .pyc files
     baseline_cmd = [sys.executable, "-c", "import torch, pytest"]
     check_cmd = [kata, "check", args.kata, args.file]
     timed(baseline_cmd, env, 0)  # warm the page cache for both

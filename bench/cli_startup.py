@@ -58,6 +58,10 @@ def main() -> None:
     kata = shutil.which("kata") or sys.exit("`kata` is not on PATH: install attnkata first")
     home = tempfile.mkdtemp(prefix="attnkata-bench-")
     env = {**os.environ, "KATA_HOME": home, "KATA_WORKSPACE": home, "COLUMNS": "120"}
+    # As installed Python runs: with .pyc files (pip writes them for typer and rich; a checkout
+    # writes its own on first run). With PYTHONDONTWRITEBYTECODE set, every run would compile
+    # attnkata's sources again and the comparison would be of compilers.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     baseline = [sys.executable, "-c", "import typer, rich.console"]
     cmds = [[kata, *c] for c in COMMANDS]
     seed_history(home)

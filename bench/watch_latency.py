@@ -92,6 +92,7 @@ def main() -> None:
     kata_bin = shutil.which("kata") or sys.exit("`kata` is not on PATH: install attnkata first")
     work = Path(tempfile.mkdtemp(prefix="attnkata-watch-bench-"))
     env = {**os.environ, "KATA_HOME": str(work / "home")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed Python runs: with .pyc files
     cases = {"passing": REPO / "reference" / f"{args.kata.replace('-', '_')}.py", "failing": REPO / FAILING[args.kata]}
     print(f"{args.kata}: {args.runs} runs each, on {os.cpu_count()} cores")
     worst = 0.0
