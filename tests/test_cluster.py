@@ -3,15 +3,17 @@
 
 One class is graded twice, once per way, in a module fixture that the tests share. The Dask run
 is the real command in a child process (`python -m attnkata set grade ... --dask local:2`), started
-first so that its cluster's start-up (two fresh interpreters importing torch) overlaps the local
-pool's grading in this process: the two runs are independent, and on two cores the test takes
-about half as long as one run after the other."""
+first so that its cluster's start-up (fresh interpreters importing torch) overlaps the local
+pool's grading in this process: the two runs are independent, and the fixture costs little more
+than the Dask run alone."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -28,8 +30,8 @@ pytest.importorskip("distributed")
 
 REFERENCE = (Path(__file__).resolve().parent.parent / "reference" / "sdpa.py").read_text()
 # A pass, a renamed copy of it, a wrong answer with a diagnosis and a hostile infinite loop.
-# The loop sorts first so that it is graded first: its time limit runs beside the three others
-# on the second worker instead of after them.
+# The loop sorts first so that it is graded first: on the Dask cluster its time limit runs out
+# beside the three others on the second worker instead of after them.
 STUDENTS = {
     "aaron": "def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    while True:\n        pass\n",
     "alice": REFERENCE,
@@ -57,6 +59,15 @@ def _journal_keys(folder: Path) -> set[tuple[str, str, str]]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     tmp = tmp_path_factory.mktemp("cluster")
+    # conftest's isolated home is per test and this fixture runs before it: isolate it here too.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KATA_HOME", str(tmp / "kata-home"))
+        mp.setenv("KATA_WORKSPACE", str(tmp / "workspace"))
+        mp.setenv("KATA_LANG", "en")
+        return _grade_both_ways(tmp, mp)
+
+
+def _grade_both_ways(tmp: Path, mp: pytest.MonkeyPatch) -> Runs:
     bundle = tmp / "set"
     res = CliRunner().invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0",
                                    "--lang", "en", "--title", "Week 3"])
@@ -73,18 +84,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
            "--timeout", TIMEOUT, "--quiet", "--out", str(dask_out), "--canvas", str(export)]
     # Output to files, not pipes: nobody reads a pipe while the local pool grades.
     with (tmp / "dask.stdout").open("w") as so, (tmp / "dask.stderr").open("w") as se:
-        child = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL)
+        # Its own process group: a failed test stops the cluster's workers along with it.
+        child = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             # No thread of this process runs while the local pool forks its workers. They would
             # inherit the warm-ups that conftest asks of the test run's zygote (the meta device,
             # ~3 s per zygote, which sdpa never uses); `kata set grade` in its own process has none.
-            with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(host, "_warm", set())
-                local = grade_set(bundle, subs, GradeOptions(jobs=1, timeout=float(TIMEOUT), out=tmp / "local"))
+            mp.setattr(host, "_warm", set())
+            # One local worker: the pool grades the same way with any number, and the second
+            # core is the Dask run's.
+            local = grade_set(bundle, subs, GradeOptions(jobs=1, timeout=float(TIMEOUT), out=tmp / "local"))
             rc = child.wait(timeout=240)
         finally:
             if child.poll() is None:
-                child.kill()
+                os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
     stderr = (tmp / "dask.stderr").read_text()
     assert rc == 0, f"{(tmp / 'dask.stdout').read_text()}\n{stderr}"

@@ -564,6 +564,7 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
     finally:
         journal.close()
     stats = {**counts, "graded": counts["done"], "seconds": round(time.monotonic() - t0, 3), "jobs": jobs,
+             "dask": opts.dask,
              "limits": {"call_timeout": limits[0], "timeout": limits[1], "memory_mb": limits[2]},
              "deadline": deadline_text, "late_penalty": penalty}
     return ClassResults(manifest=manifest, bundle=bundle, submissions=submissions, out=out, students=students,

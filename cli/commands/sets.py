@@ -218,7 +218,8 @@ def grade(
         out.print(table)
         for row in mistake_histogram(results)[:5]:
             out.print("  " + mistake_sentence(row, results.lang), markup=False, highlight=False)
-    out.print(f"graded {s['graded']} file(s) in {s['seconds']:.1f}s on {s['jobs']} worker(s); "
+    where = f"the Dask cluster {s['dask']}" if s.get("dask") else f"{s['jobs']} worker(s)"
+    out.print(f"graded {s['graded']} file(s) in {s['seconds']:.1f}s on {where}; "
               f"{s['reused']} reused from an earlier run; {s['missing']} missing")
     for name in ("csv", "json", "html", "feedback", "canvas"):
         if name in paths:
