@@ -38,12 +38,14 @@ class REFERENCE:
 
 @dataclass(frozen=True)
 class Knobs:
-    """positions: "offset" (P + i) or "restart" (i). store: "kv" (Hkv heads) or "repeated"
-    (expanded to H heads before the concatenation). cat_dim: the concatenation dim.
+    """positions: "offset" (P + i) or "restart" (i). store: "kv" (Hkv heads), "repeated"
+    (expanded to H heads before the concatenation) or "seq-first" (Meta's cache_k layout
+    (B, S, Hkv, d): new keys joined on its dim 1, the cache returned so). cat_dim: the concatenation dim.
     rope_v: values rotated too. rerotate: None, "after-cat" (the concatenated keys rotated at
     0 .. P + L - 1) or "store-raw" (unrotated keys cached, all rotated when read).
-    causal: "bottom-right" or "top-left". kv_order: "interleave" (h // g) or "repeat" (h % Hkv).
-    layout: "half" or "interleaved"."""
+    causal: "bottom-right", "top-left" or "top-left-multi" (top-left, no mask at all when L == 1,
+    as Meta's and DeepSeek-V3's inference code skip it for a single token).
+    kv_order: "interleave" (h // g) or "repeat" (h % Hkv). layout: "half" or "interleaved"."""
 
     positions: str = "offset"
     store: str = "kv"
@@ -86,7 +88,11 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: Any = None) -> A
         v = rotate(v, new_pos, m.rope_theta, knobs.layout)
     if knobs.store == "repeated":
         k, v = expand(k), expand(v)
-    if cache is not None:
+    seq_first = knobs.store == "seq-first"
+    if cache is not None and seq_first:
+        k = torch.cat([cache[0], k.transpose(1, 2)], dim=1).transpose(1, 2)
+        v = torch.cat([cache[1], v.transpose(1, 2)], dim=1).transpose(1, 2)
+    elif cache is not None:
         k = torch.cat([cache[0], k], dim=knobs.cat_dim)
         v = torch.cat([cache[1], v], dim=knobs.cat_dim)
     S = k.shape[2]
@@ -96,13 +102,15 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: Any = None) -> A
         k_used = rotate(k, torch.arange(S), m.rope_theta, knobs.layout)
         if knobs.rerotate == "after-cat":
             k = k_used
-    new_cache = (k, v)
-    if knobs.store == "kv":
+    new_cache = (k.transpose(1, 2), v.transpose(1, 2)) if seq_first else (k, v)
+    if knobs.store != "repeated":
         k_used, v_used = expand(k_used), expand(v)
     else:
         v_used = v
     scores = (q @ k_used.transpose(-2, -1)) / math.sqrt(d)
-    allowed = torch.ones(L, S, dtype=torch.bool).tril(0 if knobs.causal == "top-left" else S - L)
+    allowed = torch.ones(L, S, dtype=torch.bool).tril(0 if knobs.causal.startswith("top-left") else S - L)
+    if knobs.causal == "top-left-multi" and L == 1:
+        allowed = torch.ones(L, S, dtype=torch.bool)
     scores = scores.masked_fill(~allowed, float("-inf"))
     y = torch.softmax(scores, dim=-1) @ v_used
     return m.o_proj(y.transpose(1, 2).reshape(B_, L, H_ * d)), new_cache
@@ -122,10 +130,10 @@ def variant(**changes: Any) -> type[nn.Module]:
 MUTANTS: dict[str, list[type[nn.Module]]] = {
     "cache-positions-restart": [variant(positions="restart")],
     "cache-stores-repeated-heads": [variant(store="repeated")],
-    "cache-concat-wrong-dim": [variant(cat_dim=dim) for dim in (1, -1, 0)],
+    "cache-concat-wrong-dim": [*(variant(cat_dim=dim) for dim in (1, -1, 0)), variant(store="seq-first")],
     "rope-on-values": [variant(rope_v=True)],
     "cache-rerotated": [variant(rerotate="after-cat"), variant(rerotate="store-raw")],
-    "causal-mask-top-left": [variant(causal="top-left")],
+    "causal-mask-top-left": [variant(causal="top-left"), variant(causal="top-left-multi")],
     "kv-repeat-instead-of-interleave": [variant(kv_order="repeat")],
     "rope-wrong-layout": [variant(layout="interleaved")],
 }

@@ -43,7 +43,8 @@ class Knobs:
     cache normalised when read). rerotate: None, "after-cat" (the concatenated rope keys
     rotated at 0 .. S - 1 and stored so) or "store-raw" (unrotated rope keys cached, all
     rotated on read). scale: "qk" or "nope". layout: "half" or "interleaved". causal:
-    "bottom-right" or "top-left"."""
+    "bottom-right", "top-left" or "top-left-multi" (top-left, no mask at all when L == 1, as
+    Meta's and DeepSeek-V3's inference code skip it for a single token)."""
 
     positions: str = "offset"
     absorb: str = "head"
@@ -94,7 +95,9 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: torch.Tensor | N
     q_lat = torch.einsum("bhln,hnr->bhlr", q_nope, w_uk)
     scores = q_lat @ c_all[:, None].transpose(-2, -1) + q_rope @ k_all[:, None].transpose(-2, -1)
     scores = scores * (m.scale if knobs.scale == "qk" else nope ** -0.5)
-    allowed = torch.ones(L, S, dtype=torch.bool).tril(0 if knobs.causal == "top-left" else P)
+    allowed = torch.ones(L, S, dtype=torch.bool).tril(0 if knobs.causal.startswith("top-left") else P)
+    if knobs.causal == "top-left-multi" and L == 1:
+        allowed = torch.ones(L, S, dtype=torch.bool)
     weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
     y = torch.einsum("bhlr,hvr->bhlv", weights @ c_all[:, None], w_uv)
     return m.o_proj(y.transpose(1, 2).reshape(B_, L, H_ * dv)), new_cache
@@ -118,7 +121,7 @@ MUTANTS: dict[str, list[type[nn.Module]]] = {
     "cache-rerotated": [variant(rerotate="after-cat"), variant(rerotate="store-raw")],
     "mla-scale-without-rope-dim": [variant(scale="nope")],
     "rope-wrong-layout": [variant(layout="interleaved")],
-    "causal-mask-top-left": [variant(causal="top-left")],
+    "causal-mask-top-left": [variant(causal="top-left"), variant(causal="top-left-multi")],
 }
 
 
