@@ -106,10 +106,28 @@ def _enter_namespaces(config: dict[str, Any]) -> None:
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
+def _tmp_libraries(config: dict[str, Any]) -> list[str]:
+    """Library folders that live under /tmp (a virtual environment made there): every fresh /tmp
+    would hide them, so they are bound again on top of it from a staging copy at /.libs/<i>.
+    Decided once, while the root is built (later the host's folders are out of sight)."""
+    if "tmp_libraries" not in config:
+        config["tmp_libraries"] = [src for src in config["binds"] if src.startswith("/tmp/") and os.path.isdir(src)]
+    return config["tmp_libraries"]
+
+
+def _rebind_tmp_libraries(libraries: list[str], root: str = "") -> None:
+    for i, lib in enumerate(libraries):
+        os.makedirs(root + lib, exist_ok=True)
+        linux.bind_readonly(f"{root}/.libs/{i}", root + lib)
+
+
 def _build_root(config: dict[str, Any]) -> None:
     root = config["mountpoint"]
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     linux.mount("tmpfs", root, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=755,size=16m")
+    for i, lib in enumerate(_tmp_libraries(config)):
+        os.makedirs(f"{root}/.libs/{i}")
+        linux.bind_readonly(lib, f"{root}/.libs/{i}")
     for src in config["binds"]:
         if not os.path.exists(src):
             continue
@@ -132,6 +150,7 @@ def _build_root(config: dict[str, Any]) -> None:
     for d in ("/tmp", SCRATCH):
         os.makedirs(root + d, exist_ok=True)
     linux.mount("tmpfs", root + "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
+    _rebind_tmp_libraries(_tmp_libraries(config), root)
     os.makedirs(root + "/.old")
     linux.pivot_root(root, root + "/.old")
     os.chdir("/")
@@ -288,6 +307,7 @@ def _candidate_tree(chan: int, log: int, report: int, message: dict[str, Any], c
         linux.mount("tmpfs", SCRATCH, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
                     f"mode=700,size=64m,uid={owner},gid={owner}")
         linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
+        _rebind_tmp_libraries(_tmp_libraries(config))
         scratch = SCRATCH
     else:
         import tempfile
