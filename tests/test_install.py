@@ -66,3 +66,12 @@ def test_installed_wheel_grades(wheel: Path, tmp_path: Path):
                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
                          env={"KATA_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
     assert bad.returncode == 1, bad.stdout + bad.stderr
+    # A library that lives only in this venv (made under the temp dir, as CI and throwaway venvs
+    # are) loads in the sandbox although every candidate gets a fresh /tmp.
+    (Path(nested) / "venv_only_helper.py").write_text("SCALE_NAME = 'scale'\n", encoding="utf-8")
+    own = tmp_path / "sdpa.py"
+    own.write_text((REPO / "reference" / "sdpa.py").read_text() + "\nimport venv_only_helper  # noqa: E402, F401\n",
+                   encoding="utf-8")
+    lib = subprocess.run([str(kata), "check", "sdpa", str(own), "--json"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120, env={"KATA_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
+    assert lib.returncode == 0, lib.stdout[-2000:] + lib.stderr
