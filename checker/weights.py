@@ -489,6 +489,26 @@ def build_module(solution: Candidate, cls: str, reference: torch.nn.Module, args
     return module, load_reference_weights(module, reference, case=case, dtype=dtype)
 
 
+_CASTS: weakref.WeakKeyDictionary[torch.nn.Module, dict[tuple, torch.nn.Module]] = weakref.WeakKeyDictionary()
+
+
+def as_dtype(reference: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """`reference` in `dtype`, never modified (`Module.to` works in place): the module itself
+    when it already has that dtype, else a copy made once per reference and dtype. A deep copy
+    per call cost a warm `kata watch` re-check of gqa ~40 ms. The key includes every tensor's
+    storage and version counter, so weights changed in place (a re-seeded reference) are copied
+    again."""
+    tensors = [t for t in [*reference.parameters(), *reference.buffers()] if t.is_floating_point()]
+    if tensors and all(t.dtype == dtype for t in tensors):
+        return reference
+    key = (dtype, tuple((t.data_ptr(), t._version) for t in tensors))
+    casts = _CASTS.setdefault(reference, {})
+    if key not in casts:
+        casts.clear()  # older versions of these weights are never asked for again
+        casts[key] = copy.deepcopy(reference).to(dtype)
+    return casts[key]
+
+
 def check_module_call(module: RemoteModule, mapping: WeightMapping, reference: torch.nn.Module,
                       args: tuple, kwargs: dict[str, Any] | None = None, *, dtype: torch.dtype,
                       case: str) -> Outcome:
@@ -500,9 +520,9 @@ def check_module_call(module: RemoteModule, mapping: WeightMapping, reference: t
     a = tuple(cast(x, dtype) for x in args)
     kw = {k: cast(v, dtype) for k, v in kwargs.items()}
     with torch.no_grad():
-        expected = copy.deepcopy(reference).to(torch.float64)(
+        expected = as_dtype(reference, torch.float64)(
             *(cast(x, torch.float64) for x in args), **{k: cast(v, torch.float64) for k, v in kwargs.items()})
-        baseline = copy.deepcopy(reference).to(dtype)(*a, **kw) if dtype != torch.float64 else None
+        baseline = as_dtype(reference, dtype)(*a, **kw) if dtype != torch.float64 else None
     outcome = module.call(a, kw)
     case = case + mapping.note()
     assert_no_mutation(outcome, case=case)
@@ -517,7 +537,7 @@ def check_module_grads(module: RemoteModule, mapping: WeightMapping, reference: 
     float64); compare the gradients w.r.t. the inputs at positions `wrt`."""
     kwargs = kwargs or {}
     outcome = module.call(args, kwargs, grad_wrt=wrt, grad_output=grad_output)
-    ref = copy.deepcopy(reference).to(torch.float64)
+    ref = as_dtype(reference, torch.float64)
     leaves = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
               for i, a in enumerate(args)]
     backward(ref(*leaves, **kwargs), grad_output)
