@@ -288,6 +288,8 @@ class Server:
         obj = cls(*req["args"], **req["kwargs"])
         if isinstance(obj, torch.nn.Module):
             obj.eval()
+            if req.get("dtype") is not None:
+                obj.to(req["dtype"])
         handle = len(self.handles) + 1
         self.handles[handle] = obj
         return {"ok": True, "handle": handle, "structure": _structure(obj)}

@@ -248,11 +248,15 @@ class Candidate:
         }
         return self._outcome(self._request(req, phrase("doing_call", name=name)), req)
 
-    def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None) -> RemoteModule:
-        """Construct the candidate's class `name(*args, **kwargs)` in the child (in eval mode)."""
+    def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
+            dtype: Any = None) -> RemoteModule:
+        """Construct the candidate's class `name(*args, **kwargs)` in the child (in eval mode),
+        cast to `dtype` when given (one round trip instead of two: `watch` re-checks make ~20)."""
         self._require(name)
-        reply = self._request({"op": "new", "name": name, "args": tuple(args), "kwargs": kwargs or {}},
-                              phrase("doing_new", name=name))
+        req = {"op": "new", "name": name, "args": tuple(args), "kwargs": kwargs or {}}
+        if dtype is not None:
+            req["dtype"] = dtype
+        reply = self._request(req, phrase("doing_new", name=name))
         return RemoteModule(self, reply["handle"], self.generation, reply["structure"], name)
 
     def _require(self, name: str) -> None:

@@ -483,9 +483,7 @@ def build_module(solution: Candidate, cls: str, reference: torch.nn.Module, args
                  case: str) -> tuple[RemoteModule, WeightMapping]:
     """Construct the candidate's `cls(*args, **kwargs)` in its child, cast it to `dtype` and
     load `reference`'s weights into it."""
-    module = solution.new(cls, args, kwargs)
-    if dtype != torch.float32:
-        module.to(dtype)
+    module = solution.new(cls, args, kwargs, dtype=dtype if dtype != torch.float32 else None)
     return module, load_reference_weights(module, reference, case=case, dtype=dtype)
 
 

@@ -198,7 +198,7 @@ class ModuleSubject:
             # candidate, even of the same generation, lives in a child that is gone.
             if remote is None or remote.candidate is not candidate or remote.generation != candidate.generation:
                 init_args, init_kwargs = probe.init or ((), {})
-                remote = candidate.new(probe.entry, init_args, init_kwargs).to(probe.dtype)
+                remote = candidate.new(probe.entry, init_args, init_kwargs, dtype=probe.dtype)
                 stage = "weights"
                 mapping = load_reference_weights(remote, self.reference_module(probe), case=probe.name,
                                                  dtype=probe.dtype, force=self.force_layouts)
