@@ -104,12 +104,14 @@ class LocalCandidate:
              grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Outcome:
         return _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output)
 
-    def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None) -> LocalModule:
+    def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
+            dtype: Any = None) -> LocalModule:
         try:
             module = self._get(name)(*copy.deepcopy(args), **copy.deepcopy(kwargs or {}))
         except Exception as exc:  # noqa: BLE001 - the mutant raising is what the grader sees
             raise _raised(exc) from None
-        return LocalModule(self, module)
+        local = LocalModule(self, module)
+        return local.to(dtype) if dtype is not None else local
 
 
 def failing_tests(kata: Kata, path: Path, variant: dict[str, Any], reference: Any, tests: list[str]) -> set[str] | None:

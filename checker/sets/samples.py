@@ -471,6 +471,8 @@ def build_case(module: Any, path: Path, test: RecordedTest, seed: int, index: in
         if step["op"] == "new":
             s.update(name=step["name"], args=encode(tuple(step["args"])), kwargs=encode(dict(step["kwargs"])),
                      handle=step["handle_out"])
+            if step.get("dtype") is not None:  # built and cast in one request (proxy.Candidate.new)
+                s["dtype"] = encode(step["dtype"])
         elif step["op"] == "to":
             s.update(handle=step["handle"], dtype=encode(step["dtype"]))
         elif step["op"] == "load_state":
@@ -739,6 +741,8 @@ def test_sample(solution, case):
             obj = getattr(solution, step["name"])(*decode(step["args"]), **decode(step["kwargs"]))
             if isinstance(obj, torch.nn.Module):
                 obj.eval()  # graded in eval mode
+                if "dtype" in step:
+                    obj.to(decode(step["dtype"]))
             objects[step["handle"]] = obj
         elif op == "to":
             objects[step["handle"]].to(decode(step["dtype"]))
