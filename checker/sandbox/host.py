@@ -219,7 +219,7 @@ def _config(mode: str, harness: str) -> dict[str, Any]:
         "hide": [package] if any(_inside(package, b) for b in binds) else [],
         "devices": sorted(glob.glob("/dev/nvidia*")), "pythonpath": pythonpath, "env": env,
         "preimport": list(_PREIMPORT),
-        "warm": [WARM_UPS[w] for w in sorted(_warm)],
+        "warm": [WARM_UPS[w] for w in sorted(_wanted_warm())],
     }
 
 
@@ -433,7 +433,7 @@ def prestart(warm: Iterable[str] = ()) -> None:
     """Start the zygote now, without waiting for it: `kata check` overlaps its torch import
     with the grading process's own. `warm`: lazy parts of torch the kata's grader makes the
     candidate use, loaded once in the zygote instead of in every candidate (see WARM_UPS)."""
-    _warm.update(w for w in warm if w in WARM_UPS)
+    _wanted_warm().update(w for w in warm if w in WARM_UPS)
     with contextlib.suppress(KataError, OSError):
         zygote(start_only=True)
 
@@ -444,6 +444,17 @@ def prestart(warm: Iterable[str] = ()) -> None:
 WARM_UPS = {"meta": "torch.ones(2, 3, device='meta').tril().masked_fill(torch.zeros(2, 3, dtype=torch.bool, "
                     "device='meta'), 0.0).topk(1)"}
 _warm: set[str] = set()
+_warm_owner = os.getpid()
+
+
+def _wanted_warm() -> set[str]:
+    """This process's warm-ups: a forked grading worker starts without its parent's (each
+    worker asks for what its own katas' graders need)."""
+    global _warm_owner
+    if _warm_owner != os.getpid():
+        _warm.clear()
+        _warm_owner = os.getpid()
+    return _warm
 
 
 def warm_ups_for(grader_source: str) -> tuple[str, ...]:
