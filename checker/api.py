@@ -44,7 +44,7 @@ def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang:
     from attnkata.checker.sandbox import host
 
     # The sandbox imports torch (and what the grader will need) while this process does the same.
-    host.prestart(warm=host.warm_ups_for(kata.grader_path.read_text(encoding="utf-8")))
+    host.prestart(warm=host.warm_ups_for(kata.grader_path))
     from attnkata.checker.runner import check as run_check
 
     t0 = time.time()

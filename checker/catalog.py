@@ -303,24 +303,25 @@ def kata_ids() -> list[str]:
     return sorted(p.name for p in katas_root().iterdir() if (p / "kata.toml").is_file())
 
 
+def resolve_id(name: str) -> str:
+    """The kata id that `name` means (case and `_` forgiven); unknown: the closest ids."""
+    ids = kata_ids()
+    for candidate in (name, name.strip().lower().replace("_", "-")):
+        if candidate in ids:
+            return candidate
+    raise UnknownKataError(name, suggest(name, ids))
+
+
 @cache
 def get_kata(name: str) -> Kata:
     """Load one kata by id; only that kata's files are read and validated."""
-    ids = kata_ids()
-    normalised = name.strip().lower().replace("_", "-")
-    for candidate in (name, normalised):
-        if candidate in ids:
-            return load_kata(katas_root() / candidate)
-    raise UnknownKataError(name, suggest(name, ids))
+    return load_kata(katas_root() / resolve_id(name))
 
 
 def statement(name: str, lang: str) -> tuple[str, str]:
     """(kata id, statement in `lang`) without loading the kata.toml: `kata show` reads only the
     statement (an unknown name still gets the closest ids)."""
-    ids = kata_ids()
-    kata_id = next((c for c in (name, name.strip().lower().replace("_", "-")) if c in ids), None)
-    if kata_id is None:
-        raise UnknownKataError(name, suggest(name, ids))
+    kata_id = resolve_id(name)
     path = katas_root() / kata_id / ("statement.zh.md" if lang == "zh" else "statement.md")
     try:
         text = path.read_text(encoding="utf-8")

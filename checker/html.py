@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks
+from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks, localized
 
 MAX_DIAGNOSTICS = 3
 _COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "error": "#cf222e", "timeout": "#9a6700", "skip": "#6e7781"}
@@ -40,7 +40,7 @@ def _pictures(d: Diagnostic, labels: dict[str, str], lang: str) -> str:
     expected, got = d.data.get("mask_expected"), d.data.get("mask_got")
     if expected:
         right = _grid(got, expected) if got else "—"
-        caption = _local(d.data["grid_caption"], lang) if d.data.get("grid_caption") else labels["grid"]
+        caption = localized(d.data["grid_caption"], lang) if d.data.get("grid_caption") else labels["grid"]
         parts.append(f'<div style="color:#57606a">{escape(caption)}</div><table><tr>'
                      f'<th>{escape(labels["expected"])}</th><th>{escape(labels["got"])}</th></tr>'
                      f'<tr><td>{_grid(expected, None)}</td><td>{right}</td></tr></table>')
@@ -59,27 +59,21 @@ def _pictures(d: Diagnostic, labels: dict[str, str], lang: str) -> str:
     return "".join(parts)
 
 
-def _local(value: Any, lang: str) -> str:
-    if isinstance(value, dict):
-        return str(value.get(lang) or value.get("en") or "")
-    return "" if value is None else str(value)
-
-
 def _picture(pic: Any, lang: str) -> str:
     """A kata's own table picture: marked rows in bold, differing cells in red."""
     if not isinstance(pic, dict) or not pic.get("rows"):
         return ""
     marked = set(pic.get("marked") or [])
     differs = {(r, c) for r, c in pic.get("differs") or []}
-    head = "".join(f'<th style="color:#57606a;padding:0 8px">{escape(_local(c, lang))}</th>'
+    head = "".join(f'<th style="color:#57606a;padding:0 8px">{escape(localized(c, lang))}</th>'
                    for c in pic.get("columns") or [])
     body = []
     for i, row in enumerate(pic["rows"]):
         cells = "".join(
             f'<td style="padding:0 8px;{"color:#cf222e;font-weight:bold" if (i, j) in differs else ""}">'
-            f'{escape(_local(v, lang) if v is not None else "—")}</td>' for j, v in enumerate(row))
+            f'{escape(localized(v, lang) if v is not None else "—")}</td>' for j, v in enumerate(row))
         body.append(f'<tr style="{"font-weight:bold" if i in marked else ""}">{cells}</tr>')
-    return (f'<div style="color:#57606a">{escape(_local(pic.get("caption"), lang))}</div>'
+    return (f'<div style="color:#57606a">{escape(localized(pic.get("caption"), lang))}</div>'
             f'<table style="border-collapse:collapse;font-family:monospace"><tr>{head}</tr>{"".join(body)}</table>')
 
 

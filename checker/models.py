@@ -159,3 +159,11 @@ def excerpt_blocks(refs: list[SourceRef], n_lines: int, context: int = 1) -> lis
         else:
             blocks.append((lo, hi, marked))
     return blocks
+
+
+def localized(value: Any, lang: str) -> str:
+    """A picture's text in a Diagnostic's data: a plain string, or {"en": ..., "zh": ...}
+    (mutants modules do not know the user's language)."""
+    if isinstance(value, dict):
+        return str(value.get(lang) or value.get("en") or "")
+    return "" if value is None else str(value)

@@ -109,12 +109,14 @@ def check_grads(
     return outcome
 
 
-def assert_largest_below(outcome: Outcome, limit: int, *, case: str, advice: str) -> None:
+def assert_largest_below(outcome: Outcome, limit: int, *, case: str, advice: str, limit_name: str = "") -> None:
     """The `efficient` tiers' memory rule: no tensor the call allocated (views do not count)
-    has `limit` elements or more; the message names the tensor, the op and the limit."""
+    has `limit` elements or more; the message names the tensor, the op and the limit
+    (`limit_name`, e.g. "L*S/8", says how the limit follows from the sizes)."""
     largest = outcome.trace.get("largest") or {}
     n = int(largest.get("elements", 0))
     if n >= limit:
+        named = f"{limit_name} = " if limit_name else ""
         raise AssertionError(
             f"{case}: your code allocated a tensor of {n:,} elements (shape {tuple(largest.get('shape', ()))}, "
-            f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is {limit:,}. {advice}")
+            f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is {named}{limit:,}. {advice}")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkata.checker.catalog import Kata
-from attnkata.checker.errors import CheckCancelled, KataDefinitionError, UsageError
+from attnkata.checker.errors import CheckCancelled, KataDefinitionError
 from attnkata.checker.messages import msg
 from attnkata.checker.models import ERROR, TIMEOUT, Diagnostic, Result, SourceRef, overall_status
 from attnkata.checker.proxy import (
@@ -26,7 +26,7 @@ from attnkata.checker.proxy import (
     CandidateTimeout,
     Limits,
 )
-from attnkata.checker.static import check_source, read_source, stop_status
+from attnkata.checker.static import check_source, read_source, require_file, stop_status
 
 _FAILURE_TITLES = {
     CandidateTimeout: "timeout_title",
@@ -146,11 +146,7 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
 
     limits = limits or Limits()
     path = Path(path)
-    if path.is_dir():
-        raise UsageError(msg("file_is_directory", lang, path=path),
-                         msg("file_is_directory_hint", lang, path=path, file=kata.solution_file))
-    if not path.is_file():
-        raise UsageError(msg("file_not_found", lang, path=path), msg("file_not_found_hint", lang, kata=kata.id))
+    require_file(kata, path, lang)
     t0 = time.perf_counter()
     source, static = read_source(path, lang)  # a byte-order mark is dropped; too large: a verdict
     result = Result(kata=kata.id, solution=str(path.resolve()), status=ERROR,
@@ -170,7 +166,7 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     from attnkata.checker.sandbox import host
 
     # A zygote not started yet loads what this grader will make the candidate use (no-op otherwise).
-    host.prestart(warm=host.warm_ups_for(kata.grader_path.read_text(encoding="utf-8")))
+    host.prestart(warm=host.warm_ups_for(kata.grader_path))
     with Candidate(path, limits, source=source) as candidate:
         candidate.cancel = cancel
         candidate.start()

@@ -75,6 +75,16 @@ def too_large(size: int, lang: str) -> Diagnostic:
                       explanation=msg("too_large", lang, size=size, limit=MAX_SOURCE_BYTES))
 
 
+def require_file(kata: Kata, path: Path, lang: str) -> None:
+    """A usage error (exit 2) when `path` is a folder or no file: the one check `kata check`
+    and `kata watch` share."""
+    if path.is_dir():
+        raise UsageError(msg("file_is_directory", lang, path=path),
+                         msg("file_is_directory_hint", lang, path=path, file=kata.solution_file))
+    if not path.is_file():
+        raise UsageError(msg("file_not_found", lang, path=path), msg("file_not_found_hint", lang, kata=kata.id))
+
+
 def read_source(path: Path, lang: str) -> tuple[str, list[Diagnostic]]:
     """The candidate's file as text (a UTF-8 byte-order mark is dropped), or ("", [verdict])
     for a file too large to grade, which is not read. Raises UsageError when it is not UTF-8."""

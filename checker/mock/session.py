@@ -424,6 +424,7 @@ def check_summary(result: dict[str, Any], at: float) -> dict[str, Any]:
         "tiers": tiers,
         "diagnoses": [d["id"] for d in diags],
         "titles": {d["id"]: d.get("title", "") for d in diags},
+        "sha": result.get("source_sha256", ""),  # of the text graded (Problem.skeleton_sha's hash)
     }
 
 

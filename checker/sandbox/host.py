@@ -457,10 +457,11 @@ def _wanted_warm() -> set[str]:
     return _warm
 
 
-def warm_ups_for(grader_source: str) -> tuple[str, ...]:
+def warm_ups_for(grader: Path) -> tuple[str, ...]:
     """The warm-ups a grader needs, from its source (a grader that never says "meta" never
     sends a candidate there)."""
-    return tuple(name for name in WARM_UPS if f'"{name}"' in grader_source or f"'{name}'" in grader_source)
+    source = grader.read_text(encoding="utf-8")
+    return tuple(name for name in WARM_UPS if f'"{name}"' in source or f"'{name}'" in source)
 
 
 def shutdown() -> None:

@@ -22,6 +22,7 @@ from attnkata.checker.sets.handout import CJK_FONTS
 
 COUNTED_SEVERITIES = ("essential", "actionable")  # what counts as a mistake in the histogram
 MAX_FEEDBACK_DIAGNOSTICS = 3
+MAX_FEEDBACK_MESSAGE = 300  # characters of one test's message
 MAX_FEEDBACK_TESTS = 8
 
 L10N = {
@@ -259,6 +260,13 @@ def diagnosis_markdown(d: dict[str, Any], lines: list[str], t: dict[str, Any]) -
     return out
 
 
+def failed_test_line(test: dict[str, Any], t: dict[str, Any]) -> str:
+    """One failed test in a student's feedback; its message clipped at a word boundary."""
+    msg = clip(_inline(test.get("message", "")), MAX_FEEDBACK_MESSAGE)
+    return (f"- `{test['id']}` ({t['tiers'].get(test['tier'], test['tier'])}, "
+            f"{t['statuses'].get(test['status'], test['status'])})" + (f": {msg}" if msg else ""))
+
+
 def feedback_markdown(cr: ClassResults, student: str) -> str:
     t = _t(cr)
     m = cr.manifest
@@ -295,11 +303,7 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
         failed = [x for x in tests if x["status"] not in ("pass", "skip")]
         if failed:
             out += [f"### {t['failed_tests']}", ""]
-            for x in failed[:MAX_FEEDBACK_TESTS]:
-                msg = clip(_inline(x.get("message", "")), 300)
-                out.append(f"- `{x['id']}` ({t['tiers'].get(x['tier'], x['tier'])}, "
-                           f"{t['statuses'].get(x['status'], x['status'])})"
-                           + (f": {msg}" if msg else ""))
+            out += [failed_test_line(x, t) for x in failed[:MAX_FEEDBACK_TESTS]]
             if len(failed) > MAX_FEEDBACK_TESTS:
                 out.append(f"- {t['more_tests'].format(n=len(failed) - MAX_FEEDBACK_TESTS)}")
             out.append("")
@@ -438,9 +442,7 @@ def render_html(cr: ClassResults) -> str:
             status = t["statuses"].get(e.status, e.status)
             cells.append(f"<td class=\"num s-{esc(e.status)}\" title=\"{esc(status)}\">{e.score:g} "
                          f"<small>{esc(status)}</small></td>")
-            if e.late and not any("late" in n.lower() for n in e.notes):
-                notes.append(f"{k}: {t['late']}")
-            notes += [f"{k}: {clip(n, 120)}" for n in e.notes]
+            notes += [f"{k}: {clip(n, 120)}" for n in e.notes]  # a late file's note says so (grade.py)
             top = _ordered((e.result or {}).get("diagnostics", []))
             if top and e.status not in ("pass", MISSING) and top[0].get("severity") == "essential":
                 notes.append(f"{k}: {clip(top[0].get('title', top[0]['id']), 100)} ({top[0]['id']})")

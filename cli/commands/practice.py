@@ -197,21 +197,14 @@ def watch(
 ) -> None:
     """Re-check FILE every time it is saved (Ctrl-C to stop). A save during a check starts it over."""
     from attnkata.checker.errors import CheckCancelled
-    from attnkata.checker.sandbox import host
+    from attnkata.checker.static import require_file
     from attnkata.cli.watching import FileWatcher
 
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
     path = _resolve_file(k, file).resolve()
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory", f"give the file, e.g. {path / k.solution_file}")
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}", f"run `kata start {k.id}` first")
-    host.prestart(warm=host.warm_ups_for(k.grader_path.read_text(encoding="utf-8")))
-    # Warm this process once (torch, pytest, the grader and the references stay loaded), so
-    # every re-check after a save costs only the grading itself.
-    from attnkata.checker import runner  # noqa: F401
-
+    require_file(k, path, lang)  # before watching its folder
+    # torch, pytest, the grader and the references stay loaded in this process between checks.
     with FileWatcher(path) as watcher:
         while True:
             watcher.changed.clear()

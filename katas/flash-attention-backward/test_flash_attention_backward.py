@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attnkata.checker.compare import assert_close_parts, assert_no_mutation
-from attnkata.checker.probes import causal, check_call, randn, random_mask
+from attnkata.checker.probes import assert_largest_below, causal, check_call, randn, random_mask
 from attnkata.reference import flash_attention as fwd
 from attnkata.reference import flash_attention_backward as ref
 from attnkata.reference import sdpa as dense_ref
@@ -158,15 +158,9 @@ def test_tiles_only(solution):
             f"block_q=block_k={EFF_T}")
     outcome = solution.call(FN, (q, k, v, out, lse, dout), kwargs)
     assert_no_mutation(outcome, case=case)
-    limit = EFF_N * EFF_N // 8
-    largest = outcome.trace.get("largest") or {}
-    n = int(largest.get("elements", 0))
-    if n >= limit:
-        raise AssertionError(
-            f"{case}: your code allocated a tensor of {n:,} elements (shape {tuple(largest.get('shape', ()))}, "
-            f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is L*S/8 = {limit:,}. "
-            f"A tile is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build (L, S) probabilities, scores or "
-            "masks: recompute P = exp(s - lse) one tile at a time and accumulate dq, dk, dv tile by tile")
+    assert_largest_below(outcome, EFF_N * EFF_N // 8, case=case, limit_name="L*S/8", advice=(
+        f"A tile is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build (L, S) probabilities, scores or "
+        "masks: recompute P = exp(s - lse) one tile at a time and accumulate dq, dk, dv tile by tile"))
     q64, k64, v64, dout64 = (t.double() for t in (q, k, v, dout))
     out64, lse64 = fwd.flash_attention(q64, k64, v64, **kwargs)
     expected = ref.flash_attention_backward(q64, k64, v64, out64, lse64, dout64, **kwargs)

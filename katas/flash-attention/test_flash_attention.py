@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attnkata.checker.compare import assert_close_parts, assert_no_mutation
-from attnkata.checker.probes import causal, check_call, randn, random_mask
+from attnkata.checker.probes import assert_largest_below, causal, check_call, randn, random_mask
 from attnkata.reference import flash_attention as ref
 from attnkata.reference import sdpa as dense_ref
 
@@ -148,16 +148,10 @@ def test_tiles_only(solution):
             f"block_q=block_k={EFF_T}")
     outcome = solution.call(FN, (q, k, v), kwargs)
     assert_no_mutation(outcome, case=case)
-    limit = EFF_N * EFF_N // 8
-    largest = outcome.trace.get("largest") or {}
-    n = int(largest.get("elements", 0))
-    if n >= limit:
-        raise AssertionError(
-            f"{case}: your code allocated a tensor of {n:,} elements (shape {tuple(largest.get('shape', ()))}, "
-            f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is L*S/8 = {limit:,}. "
-            f"A tile of scores is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build an (L, S) score matrix "
-            "or mask: loop over query tiles and key tiles, build each tile's causal/mask block from "
-            "positions, and keep only the running max, sum and output per query row")
+    assert_largest_below(outcome, EFF_N * EFF_N // 8, case=case, limit_name="L*S/8", advice=(
+        f"A tile of scores is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build an (L, S) score matrix "
+        "or mask: loop over query tiles and key tiles, build each tile's causal/mask block from "
+        "positions, and keep only the running max, sum and output per query row"))
     expected = ref.flash_attention(q.double(), k.double(), v.double(), **kwargs)
     assert_close_parts(outcome.value, expected, case=case, names=PARTS,
                        baseline=ref.flash_attention(q, k, v, **kwargs))

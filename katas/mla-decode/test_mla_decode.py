@@ -21,7 +21,7 @@ import torch
 
 from attnkata.checker.autograd import backward
 from attnkata.checker.compare import assert_close, assert_no_mutation, describe
-from attnkata.checker.probes import cast, randn
+from attnkata.checker.probes import assert_largest_below, cast, randn
 from attnkata.checker.weights import build_module, load_reference_weights
 from attnkata.reference import mla as oracle
 from attnkata.reference import mla_decode as ref
@@ -230,15 +230,9 @@ def test_absorbed_decode(solution):
     case = f"efficiency: {name}, B=1, L=1 after P={EFF['P']} cached tokens, float32" + mapping.note()
     outcome = module.call((x, cache))
     assert_no_mutation(outcome, case=case)
-    limit = EFF["H"] * EFF["P"] * EFF["nope"] // 4
-    largest = outcome.trace.get("largest") or {}
-    n = int(largest.get("elements", 0))
-    if n >= limit:
-        raise AssertionError(
-            f"{case}: your code built a tensor of {n:,} elements (shape {tuple(largest.get('shape', ()))}, "
-            f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is H*P*nope/4 = {limit:,}. "
-            "Do not rebuild every cached token's per-head keys or values (kv_b_proj on the cache): absorb "
-            "W_UK into the query and W_UV after the weighted sum of the latents")
+    assert_largest_below(outcome, EFF["H"] * EFF["P"] * EFF["nope"] // 4, case=case, limit_name="H*P*nope/4", advice=(
+        "Do not rebuild every cached token's per-head keys or values (kv_b_proj on the cache): absorb "
+        "W_UK into the query and W_UV after the weighted sum of the latents"))
     decoder = ref.LatentDecoder(*args).double().eval()
     decoder.load_state_dict(m.state_dict())
     with torch.no_grad():

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attnkata.checker.compare import assert_close, assert_no_mutation
-from attnkata.checker.probes import causal, check_call, check_grads, randn
+from attnkata.checker.probes import assert_largest_below, causal, check_call, check_grads, randn
 from attnkata.reference import sdpa as dense_ref
 from attnkata.reference import sliding_window as ref
 
@@ -157,16 +157,10 @@ def test_band_only(solution):
             f"(each query sees {window[0] + 1} keys)")
     outcome = solution.call(FN, (q, k, v, window))
     assert_no_mutation(outcome, case=case)
-    limit = EFF_L * EFF_L // 2
-    largest = outcome.trace.get("largest") or {}
-    n = int(largest.get("elements", 0))
-    if n >= limit:
-        band = EFF_L * (window[0] + 1 + window[1])
-        raise AssertionError(
-            f"{case}: your code allocated a tensor of {n:,} elements (shape {tuple(largest.get('shape', ()))}, "
-            f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is L*S/2 = {limit:,}. "
-            f"Only the band matters: {EFF_L} queries x {window[0] + 1 + window[1]} keys = {band:,} scores. "
-            "Do not build an (L, S) score matrix or mask: pad K and V and take one window of keys per "
-            "query (unfold / gather), or loop over blocks of queries with only the keys their windows reach")
+    band = EFF_L * (window[0] + 1 + window[1])
+    assert_largest_below(outcome, EFF_L * EFF_L // 2, case=case, limit_name="L*S/2", advice=(
+        f"Only the band matters: {EFF_L} queries x {window[0] + 1 + window[1]} keys = {band:,} scores. "
+        "Do not build an (L, S) score matrix or mask: pad K and V and take one window of keys per "
+        "query (unfold / gather), or loop over blocks of queries with only the keys their windows reach"))
     expected = ref.sliding_window_attention(q.double(), k.double(), v.double(), window)
     assert_close(outcome.value, expected, case=case, baseline=ref.sliding_window_attention(q, k, v, window))
