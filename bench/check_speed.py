@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from installed import kata_script
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -42,7 +44,7 @@ def main() -> None:
                         help="solution to grade (default: the kata's reference, which passes)")
     args = parser.parse_args()
     args.file = args.file or str(REPO / "reference" / f"{args.kata.replace('-', '_')}.py")
-    kata = shutil.which("kata") or sys.exit("`kata` is not on PATH: install attnkata first")
+    kata = kata_script()
     home = tempfile.mkdtemp(prefix="attnkata-bench-")
     env = {**os.environ, "KATA_HOME": home}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed Python runs: with .pyc files

@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from installed import kata_script
+
 COMMANDS = [["list"], ["show", "sdpa"], ["hint", "sdpa"], ["history"], ["stats"], ["next"]]
 GOAL = 1.5
 
@@ -55,7 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
-    kata = shutil.which("kata") or sys.exit("`kata` is not on PATH: install attnkata first")
+    kata = kata_script()
     home = tempfile.mkdtemp(prefix="attnkata-bench-")
     env = {**os.environ, "KATA_HOME": home, "KATA_WORKSPACE": home, "COLUMNS": "120"}
     # As installed Python runs: with .pyc files (pip writes them for typer and rich; a checkout
@@ -74,7 +76,7 @@ def main() -> None:
             base.append(timed(baseline, env))
             runs[name].append(timed(cmd, env))
     b = statistics.median(base)
-    print(f"runs: {args.runs} each, interleaved, on {os.cpu_count()} cores")
+    print(f"runs: {args.runs} each, interleaved, on {os.cpu_count()} cores; kata = {kata}")
     print(f"baseline  python -c 'import typer, rich.console'   median {b:.3f} s")
     worst = 0.0
     for name, times in runs.items():

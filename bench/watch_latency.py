@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from installed import kata_script
+
 REPO = Path(__file__).resolve().parent.parent
 FAILING = {"gqa": "tests/fixtures/mistakes/gqa/kv-repeat-instead-of-interleave.py"}
 GOALS = {"passing": 0.10, "failing": 0.20}
@@ -89,7 +91,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--kata", default="gqa", choices=sorted(FAILING))
     args = parser.parse_args()
-    kata_bin = shutil.which("kata") or sys.exit("`kata` is not on PATH: install attnkata first")
+    kata_bin = kata_script()
     work = Path(tempfile.mkdtemp(prefix="attnkata-watch-bench-"))
     env = {**os.environ, "KATA_HOME": str(work / "home")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed Python runs: with .pyc files

@@ -7,11 +7,12 @@ and must answer without importing torch.
 from __future__ import annotations
 
 import difflib
-import tomllib
+import json
+import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from attnkata.checker.errors import KataDefinitionError, UnknownKataError
 
@@ -32,8 +33,7 @@ class Text:
         return self.zh if lang == "zh" else self.en
 
 
-@dataclass(frozen=True)
-class Hint:
+class Hint(NamedTuple):
     text: Text
     mistake: str | None = None  # a hint written for one diagnosed mistake
 
@@ -196,6 +196,8 @@ def _parse_followup(f: _Fields) -> FollowUp:
 
 
 def load_kata(folder: Path) -> Kata:
+    import tomllib  # here: `kata list` and `stats` usually read the cached summaries instead
+
     path = folder / "kata.toml"
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -264,8 +266,7 @@ def all_katas() -> dict[str, Kata]:
     return {k.id: k for k in found}
 
 
-@dataclass(frozen=True)
-class KataSummary:
+class KataSummary(NamedTuple):
     """What listings need (`kata list`, `stats`, `next`), read without the hints and follow-ups."""
 
     id: str
@@ -275,27 +276,75 @@ class KataSummary:
     mistakes: tuple[str, ...]
 
 
+SUMMARIES_VERSION = 1  # of the cached file's layout
+
+
 @cache
 def summaries() -> dict[str, KataSummary]:
     """Every kata's summary in teaching order. A kata.toml's head (everything before its first
     array of tables, `[[hints]]`) holds these fields, and parsing only the head keeps `kata
-    list` fast; a file laid out otherwise is loaded in full."""
-    found = []
+    list` fast; a file laid out otherwise is loaded in full. The result is kept in the data
+    dir while no kata.toml changes (size and mtime), so most starts parse no TOML at all."""
+    root = katas_root()
+    stamp = [str(root), SUMMARIES_VERSION]
     for kata_id in kata_ids():
-        path = katas_root() / kata_id / "kata.toml"
-        text = path.read_text(encoding="utf-8")
-        head = text.split("\n[[", 1)[0]
-        try:
-            data = tomllib.loads(head)
-            title = data["title"]
-            found.append(KataSummary(kata_id, Text(en=title["en"], zh=title["zh"]), data["difficulty"],
-                                     int(data["minutes"]), tuple(data.get("mistakes", ()))))
-        except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError):
-            k = get_kata(kata_id)
-            found.append(KataSummary(k.id, k.title, k.difficulty, k.minutes, k.mistakes))
+        st = (root / kata_id / "kata.toml").stat()
+        stamp.append([kata_id, st.st_mtime_ns, st.st_size])
+    cached = _read_summaries(stamp)
+    if cached is not None:
+        return cached
+    found = [_summary(kata_id) for kata_id in kata_ids()]
     order = {d: i for i, d in enumerate(DIFFICULTIES)}
     found.sort(key=lambda k: (order.get(k.difficulty, 9), k.minutes, k.id))
+    _write_summaries(stamp, found)
     return {k.id: k for k in found}
+
+
+def _summary(kata_id: str) -> KataSummary:
+    import tomllib
+
+    text = (katas_root() / kata_id / "kata.toml").read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text.split("\n[[", 1)[0])
+        title = data["title"]
+        return KataSummary(kata_id, Text(en=title["en"], zh=title["zh"]), data["difficulty"],
+                           int(data["minutes"]), tuple(data.get("mistakes", ())))
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError):
+        k = get_kata(kata_id)
+        return KataSummary(k.id, k.title, k.difficulty, k.minutes, k.mistakes)
+
+
+def _summaries_file() -> Path:
+    from attnkata.checker.store import data_dir
+
+    return data_dir() / "cache" / "summaries.json"
+
+
+def _read_summaries(stamp: list[Any]) -> dict[str, KataSummary] | None:
+    try:
+        data = json.loads(_summaries_file().read_text(encoding="utf-8"))
+        if data["stamp"] != stamp:
+            return None
+        return {k["id"]: KataSummary(k["id"], Text(**k["title"]), k["difficulty"], k["minutes"], tuple(k["mistakes"]))
+                for k in data["katas"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none yet, another version's, or damaged: parse the katas again
+
+
+def _write_summaries(stamp: list[Any], found: list[KataSummary]) -> None:
+    """Best effort (a read-only data dir only costs the parse next time); written whole, then
+    renamed, so a reader never sees half a file."""
+    path = _summaries_file()
+    data = {"stamp": stamp, "katas": [{"id": k.id, "title": {"en": k.title.en, "zh": k.title.zh},
+                                       "difficulty": k.difficulty, "minutes": k.minutes,
+                                       "mistakes": list(k.mistakes)} for k in found]}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def kata_ids() -> list[str]:

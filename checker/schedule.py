@@ -14,7 +14,8 @@ sessions is *recurring*, and every kata that exercises it (its kata.toml `mistak
 most RECURRING_DELAY after the last time it was made, so it comes back sooner.
 
 Only the stdlib, the `fsrs` package and the history: `kata next`, `stats` and `list` never
-import torch.
+import torch. The plan is kept in the history database (`cached_plan`) until the history or the
+katas change, so those commands replay FSRS, and import it, once per new attempt, not every time.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 from attnkata.checker.catalog import KataSummary
 
+PLAN_VERSION = "1"  # bump when the rules below change: cached plans are then recomputed
 SESSION_GAP = timedelta(hours=2)
 RECURRING_DELAY = timedelta(days=1)
 RECURRING_AFTER = 2  # sessions with the same diagnosed mistake
@@ -69,6 +71,14 @@ class KataPlan:
                 "last_practised": self.last.isoformat() if self.last else None,
                 "last_rating": self.last_rating, "sessions": self.sessions,
                 "recurring_mistakes": [{"id": m, "sessions": n} for m, n in self.recurring]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KataPlan:
+        def when(s: str | None) -> datetime | None:
+            return datetime.fromisoformat(s) if s else None
+
+        return cls(d["kata"], when(d["due"]), when(d["last_practised"]), d["last_rating"], d["sessions"],
+                   [(r["id"], r["sessions"]) for r in d["recurring_mistakes"]])
 
 
 @dataclass
@@ -122,7 +132,9 @@ def plan(katas: dict[str, KataSummary], attempts: list[Any], events: list[Any]) 
     for s in sessions(attempts, events):
         if s.kata not in plans:
             continue  # a kata that no longer exists
-        card = cards.get(s.kata) or Card()
+        # An explicit id: without one, fsrs stamps the card with the clock and sleeps 1 ms so
+        # that the next id differs (8 katas: 9 ms of `kata list` asleep).
+        card = cards.get(s.kata) or Card(card_id=len(cards) + 1)
         cards[s.kata], _ = scheduler.review_card(card, Rating(RATINGS.index(s.rating) + 1), s.end)
         p = plans[s.kata]
         p.due, p.last, p.last_rating = cards[s.kata].due, s.end, s.rating
@@ -137,6 +149,24 @@ def plan(katas: dict[str, KataSummary], attempts: list[Any], events: list[Any]) 
         if hits and p.due is not None:
             sooner = max(max(recurring[m]) for m, _ in hits) + RECURRING_DELAY
             p.due = min(p.due, max(sooner, p.last or sooner))
+    return plans
+
+
+def cached_plan(history: Any, katas: dict[str, KataSummary]) -> dict[str, KataPlan]:
+    """plan() over the whole history (a checker.store.History), from the database's cache when
+    neither the history nor the katas' mistake lists changed since it was computed."""
+    from zlib import crc32  # hashlib would load OpenSSL: this only has to notice an edit
+
+    shape = json.dumps([(k, sorted(s.mistakes)) for k, s in katas.items()]).encode()
+    key = f"{PLAN_VERSION}|{history.timeline_version()}|{crc32(shape):08x}"
+    stored = history.derived("plan", key)
+    if stored is not None:
+        try:
+            return {d["kata"]: KataPlan.from_dict(d) for d in json.loads(stored)}
+        except (ValueError, KeyError, TypeError):
+            pass  # written by another version: recompute
+    plans = plan(katas, *history.timeline())
+    history.store_derived("plan", key, json.dumps([p.to_dict() for p in plans.values()]))
     return plans
 
 

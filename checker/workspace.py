@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from attnkata.checker.catalog import Kata
 
@@ -20,8 +20,7 @@ def solution_path(kata: Kata, directory: Path | None = None) -> Path:
     return (directory or workspace_root() / kata.id) / kata.solution_file
 
 
-@dataclass(frozen=True)
-class StartResult:
+class StartResult(NamedTuple):
     path: Path
     created: bool
     backup: Path | None = None

@@ -10,8 +10,10 @@ from typing import Any
 
 from rich.console import Console
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+# No emoji codes: ":name:" in a candidate's code or a message must print as written (and the
+# emoji table costs ~3 ms to load).
+out = Console(highlight=False, soft_wrap=False, emoji=False)
+err = Console(stderr=True, highlight=False, emoji=False)
 
 
 _warned: set[str] = set()

@@ -13,9 +13,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
 from attnkata.checker import catalog, workspace
 from attnkata.checker.errors import UsageError
@@ -42,7 +39,7 @@ def _plans(h: History) -> tuple[dict, datetime]:
     """Every kata's practice plan (checker/schedule.py) from the history, and now."""
     from attnkata.checker import schedule
 
-    return schedule.plan(catalog.summaries(), *h.timeline()), datetime.now(UTC)
+    return schedule.cached_plan(h, catalog.summaries()), datetime.now(UTC)
 
 
 def _when(due: datetime | None, now: datetime) -> str:
@@ -72,6 +69,10 @@ def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
     if json_out:
         print_json(rows)
         return
+    from rich import box
+    from rich.table import Table  # here, not at the top: `show`, `hint` and `next` draw no table
+    from rich.text import Text
+
     table = Table(title="attnkata", box=box.SIMPLE_HEAD)
     # Ids are what the user types next: never cut. The title wraps (CJK folds by character),
     # with the level under it, so 80 columns are enough for every id.
@@ -324,14 +325,25 @@ def history(
     if not rows:
         out.print("No attempts yet. Start with `kata start sdpa`.")
         return
-    table = Table(title="history")
-    for col in ("when", "kata", "status", "tests", "mode", "mistakes"):
-        table.add_column(col)
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="history", box=box.SIMPLE_HEAD)
+    # 80 columns are enough and no id is ever cut: the mistakes go on the lines under their
+    # attempt, in the kata column (ids are up to ~32 characters), not in a column of their own.
+    for col in ("when", "kata · mistakes", "status", "tests"):
+        table.add_column(col, no_wrap=True)
+    year = time.localtime().tm_year
     for r in rows:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["ts"]))
-        color = "green" if r["status"] == "pass" else "red"
-        table.add_row(when, r["kata"], f"[{color}]{r['status']}[/]", f"{r['passed']}/{r['total']}",
-                      r["mode"], ", ".join(r["diagnoses"]))
+        at = time.localtime(r["ts"])
+        when = time.strftime("%m-%d %H:%M" if at.tm_year == year else "%Y-%m-%d", at)
+        status = Text(r["status"], style="green" if r["status"] == "pass" else "red")
+        if r["mode"] != "practice":
+            status.append(f" ({r['mode']})", style="dim")
+        table.add_row(when, r["kata"], status, f"{r['passed']}/{r['total']}")
+        for mid in r["diagnoses"]:
+            table.add_row("", Text(f"  {mid}", style="yellow"), "", "")
     out.print(table)
 
 
@@ -342,7 +354,7 @@ def stats(json_out: JsonOption = False) -> None:
         mistakes = h.mistake_counts()
         plans, now = _plans(h)
     if json_out:
-        print_json({"katas": {k: s.__dict__ | {"status": s.status, "due": _iso(plans.get(k))}
+        print_json({"katas": {k: s._asdict() | {"status": s.status, "due": _iso(plans.get(k))}
                               for k, s in per_kata.items()},
                     "mistakes": mistakes,
                     "due": [p.kata for p in sorted(plans.values(), key=lambda p: p.due or now) if p.is_due(now)]})
@@ -350,6 +362,9 @@ def stats(json_out: JsonOption = False) -> None:
     if not per_kata:
         out.print("No practice recorded yet. Start with `kata start sdpa`.")
         return
+    from rich import box
+    from rich.table import Table
+
     table = Table(title="stats", box=box.SIMPLE_HEAD)
     table.add_column("kata", no_wrap=True)
     for col in ("status", "passes", "to pass", "hints", "review"):
