@@ -208,7 +208,12 @@ class Candidate:
             raise self.load_error
 
     def close(self) -> None:
-        self._kill()
+        """Done with this candidate: its process tree is killed now; the zygote confirms the
+        death before it starts another candidate or at exit (Zygote.release)."""
+        if self._spawn is not None:
+            spawn, self._spawn = self._spawn, None
+            spawn.sock.close()
+            self._zygote.release(spawn.token)
         self._drop_log()
 
     def __enter__(self) -> Candidate:

@@ -68,6 +68,28 @@ def flatten(value: Any) -> tuple[Any, np.ndarray] | None:
     return None
 
 
+def flat(obs: Observed) -> tuple[Any, np.ndarray] | None:
+    """flatten(obs.value), kept on the observation: the reference's and the mutants' outputs
+    live as long as the process (engine._local_observations), and a `kata watch` re-check
+    would otherwise convert them all to float64 again."""
+    cached = obs.__dict__.get("_flat")
+    if cached is None or cached[0] is not obs.value:
+        cached = obs.__dict__["_flat"] = (obs.value, flatten(obs.value))
+    return cached[1]
+
+
+def differs_kept(a: Observed, b: Observed, n: int) -> np.ndarray:
+    """differs(a, b, n) for two observations that never change (a mutant's and the
+    reference's): computed once per pair, kept on `a`. Read-only: callers combine it into
+    new arrays, never write into it."""
+    memo = a.__dict__.setdefault("_differs", {})
+    hit = memo.get(id(b))
+    if hit is None or hit[0] is not b or hit[1] != n:
+        hit = memo[id(b)] = (b, n, differs(a, b, n))
+        hit[2].flags.writeable = False
+    return hit[2]
+
+
 def _dtype_of(value: Any) -> str | None:
     if isinstance(value, torch.Tensor | np.ndarray):
         return str(value.dtype).replace("torch.", "")
@@ -90,7 +112,7 @@ def differs(a: Observed, b: Observed, n: int) -> np.ndarray:
         if a.error is not None and b.error is not None and _norm_error(a.error) == _norm_error(b.error):
             out[:] = False
         return out
-    fa, fb = flatten(a.value), flatten(b.value)
+    fa, fb = flat(a), flat(b)
     if fa is None or fb is None:
         return out
     (sa, va), (sb, vb) = fa, fb
@@ -138,7 +160,7 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     """`mutants[id][variant][i]` is mutant (id, variant) on probes[i]."""
     sizes = []
     for r in ref:
-        f = flatten(r.value) if r.ok else None
+        f = flat(r) if r.ok else None
         sizes.append(0 if f is None else f[1].size)
     dev = [differs(c, r, n) for c, r, n in zip(cand, ref, sizes, strict=True)]
     failing = [p.name for p, d in zip(probes, dev, strict=True) if d.any()]
@@ -153,7 +175,7 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     compared: list[tuple[str, int, list[np.ndarray], list[np.ndarray], list[np.ndarray], list[str]]] = []
     for mid, variants in mutants.items():
         for vi, outs in enumerate(variants):
-            sig = [differs(m, r, n) for m, r, n in zip(outs, ref, sizes, strict=True)]
+            sig = [differs_kept(m, r, n) for m, r, n in zip(outs, ref, sizes, strict=True)]
             exp = [differs(c, m, n) for c, m, n in zip(cand, outs, sizes, strict=True)]
             explains = [s & ~e for s, e in zip(sig, exp, strict=True)]
             shown = [p.name for p, s, x in zip(probes, sig, explains, strict=True) if s.any() and x.any()]
@@ -256,7 +278,7 @@ def _family_region(probes: list[Probe], cand: list[Observed], ref: list[Observed
             # Where every spelling gives one finite value (the mean of V), so must the
             # candidate; where they break down differently (NaN, inf, 0), it must break too.
             first = items[0][1][i]
-            disagree = np.logical_or.reduce([differs(outs[i], first, n) for _, outs in items[1:]])
+            disagree = np.logical_or.reduce([differs_kept(outs[i], first, n) for _, outs in items[1:]])
             agreed = core & ~disagree & ~_nonfinite(first, n)
             if (agreed & differs(c, first, n)).any() or not _gross(c, ref[i], n, core & ~agreed):
                 return None
@@ -274,7 +296,7 @@ def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:
     row), not a rounding difference."""
     if not where[:n].any():
         return True
-    fo, fr = (flatten(obs.value) if obs.ok else None), (flatten(ref.value) if ref.ok else None)
+    fo, fr = (flat(obs) if obs.ok else None), (flat(ref) if ref.ok else None)
     if fo is None or fr is None or fo[1].size != n or fr[1].size != n:
         return True
     got, want = fo[1][where[:n]], fr[1][where[:n]]
@@ -285,7 +307,7 @@ def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:
 
 def _nonfinite(obs: Observed, n: int) -> np.ndarray:
     out = np.zeros(n + 1, dtype=bool)
-    f = flatten(obs.value) if obs.ok else None
+    f = flat(obs) if obs.ok else None
     if f is not None and f[1].size == n:
         out[:n] = ~np.isfinite(f[1])
     return out

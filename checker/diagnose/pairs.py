@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from attnkata.checker.diagnose.behaviour import differs, flatten
+from attnkata.checker.diagnose.behaviour import differs, differs_kept, flat
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.checker.diagnose.subjects import Observed
 
@@ -86,7 +86,7 @@ def search(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     t0 = time.perf_counter()
     sizes = []
     for r in ref:
-        f = flatten(r.value) if r.ok else None
+        f = flat(r) if r.ok else None
         sizes.append(0 if f is None else f[1].size)
     dev = [differs(c, r, n) for c, r, n in zip(cand, ref, sizes, strict=True)]
     total = sum(int(d.sum()) for d in dev)
@@ -96,7 +96,7 @@ def search(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     changes: dict[tuple[str, int], list[bool]] = {}  # (id, variant) -> probes it changes alone
     for mid, vs in outs.items():
         for vi, obs in enumerate(vs):
-            sig = [differs(m, r, n) for m, r, n in zip(obs, ref, sizes, strict=True)]
+            sig = [differs_kept(m, r, n) for m, r, n in zip(obs, ref, sizes, strict=True)]
             exp = [differs(c, m, n) for c, m, n in zip(cand, obs, sizes, strict=True)]
             changes[(mid, vi)] = [bool(x.any()) for x in sig]
             share = sum(int((s & ~e & d).sum()) for s, e, d in zip(sig, exp, dev, strict=True)) / total
@@ -124,7 +124,7 @@ def search(probes: list[Probe], cand: list[Observed], ref: list[Observed],
                     continue
                 if _reproduces(both, probes, cand, sizes, subject, order=left):
                     shown = {m: [p.name for p, r, o, n in zip(probes, ref, outs[m][i], sizes, strict=True)
-                                 if differs(o, r, n).any()] for m, i in ((mid, vi), (other, oi))}
+                                 if differs_kept(o, r, n).any()] for m, i in ((mid, vi), (other, oi))}
                     return Pair((mid, vi), (other, oi), shown)
     return None
 
@@ -144,10 +144,10 @@ def explained_share(cand: list[Observed], ref: list[Observed], outs: list[Observ
     """The share of the candidate's deviating elements that a mutant reproduces alone."""
     total = explained = 0
     for c, r, m in zip(cand, ref, outs, strict=True):
-        f = flatten(r.value) if r.ok else None
+        f = flat(r) if r.ok else None
         n = 0 if f is None else f[1].size
         d = differs(c, r, n)
-        x = differs(m, r, n) & ~differs(c, m, n)
+        x = differs_kept(m, r, n) & ~differs(c, m, n)
         total += int(d.sum())
         explained += int((x & d).sum())
     return explained / total if total else 0.0

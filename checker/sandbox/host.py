@@ -258,6 +258,8 @@ class Zygote:
         self.next_token = 0
         self.spawned: dict[int, bool] = {}
         self.exits: dict[int, int] = {}
+        # Candidates told to die whose death is not confirmed yet: token -> deadline (see release).
+        self.dying: dict[int, float] = {}
 
     # -- state ----------------------------------------------------------------------------------
     @property
@@ -326,6 +328,7 @@ class Zygote:
     def spawn(self, source: str, name: str, limits: dict[str, Any]) -> Spawn:
         from attnkata.checker import wire
 
+        self.settle()  # the last candidate is gone before the next one starts
         self.wait_ready()
         self.cgroups.limit_memory(int(limits.get("memory_mb", 0)))
         self.next_token += 1
@@ -371,6 +374,40 @@ class Zygote:
         self.close()  # a zygote that cannot kill on demand is not trusted with another candidate
         return None
 
+    def release(self, token: int, wait: float = 2.0) -> None:
+        """Kill a candidate that is done with, without waiting for its death to be reported:
+        the kill is sent now, the confirmation is awaited by settle(), before this zygote
+        starts another candidate or is handed out again (host.zygote()) and at shutdown. A
+        `kata watch` re-check ends ~15 ms sooner; the guarantee is kill()'s, only later."""
+        if token in self.exits:
+            self.exits.pop(token)
+            return
+        if not self.alive():
+            return
+        try:
+            self.ctl.send(json.dumps({"op": "kill", "token": token}).encode())
+        except OSError:
+            self.close()
+            return
+        self.dying[token] = time.monotonic() + wait
+
+    def settle(self) -> None:
+        """Wait for every released candidate's death; a zygote that cannot confirm one in time
+        is closed, as kill() does (one that cannot kill on demand is not trusted again)."""
+        while self.dying and self.alive():
+            for token in [t for t in self.dying if t in self.exits]:
+                self.exits.pop(token)
+                del self.dying[token]
+            if not self.dying:
+                return
+            left = min(self.dying.values()) - time.monotonic()
+            if left <= 0:
+                break
+            self._pump(min(left, 0.1))
+        if self.dying:
+            self.dying.clear()
+            self.close()
+
     def close(self) -> None:
         if self.owner != os.getpid():
             return  # a forked copy: the parent's zygote is the parent's to close
@@ -414,6 +451,8 @@ def zygote(start_only: bool = False) -> Zygote:
     """This process's running zygote, started on first use (or after the last one died).
     In "auto" mode a namespaces zygote that cannot start gives way to the fallback, once."""
     global _current, _fallback_note
+    if _current is not None and _current.owner == os.getpid() and _current.dying:
+        _current.settle()  # closes it when a released candidate did not die in time
     if _current is None or _current.owner != os.getpid() or not _current.alive():
         _current = _new_zygote()
     if start_only:
@@ -467,6 +506,8 @@ def warm_ups_for(grader: Path) -> tuple[str, ...]:
 def shutdown() -> None:
     global _current
     if _current is not None:
+        if _current.owner == os.getpid():
+            _current.settle()
         _current.close()
         _current = None
 
