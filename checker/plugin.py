@@ -81,6 +81,10 @@ def tier_of(item: pytest.Item) -> str:
     return marker.args[0] if marker else "core"
 
 
+def _exception_line(excinfo: pytest.ExceptionInfo[BaseException], style: str | None = None) -> str:
+    return f"{excinfo.typename}: {excinfo.value}"[:2000]
+
+
 def _message(excinfo: pytest.ExceptionInfo[BaseException], lang: str = "en") -> tuple[str, str]:
     exc = excinfo.value
     if isinstance(exc, CandidateFailure):
@@ -105,6 +109,14 @@ class Collector:
         self.failures: list[CandidateFailure] = []
         self.collect_errors: list[str] = []
         self.report = report
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if self.report is None:
+            # Graded by attnkata's runner (--tb=no): nobody reads pytest's own failure report,
+            # and building it (a path lookup per frame of every traceback, torch's included)
+            # cost a failing gqa re-check ~15 ms. The result comes from the exception itself.
+            for item in items:
+                item.repr_failure = _exception_line  # type: ignore[method-assign]
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201

@@ -17,6 +17,7 @@ import select
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,11 +135,70 @@ class RemoteModule:
 
     def call(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
              grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Outcome:
+        with self.submit(args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, method=method) as pending:
+            pass
+        return pending.result()
+
+    def submit(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
+               grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Pending:
+        """Send the call now and read its reply when the `with` block ends (see Pending)."""
+        if self.candidate._module_lost(self):
+            raise CandidateCrashed(phrase("fail_module_lost"))
         req = {
             "op": "call", "method": method, "args": tuple(args), "kwargs": kwargs or {},
-            "grad_wrt": grad_wrt, "grad_output": grad_output,
+            "grad_wrt": grad_wrt, "grad_output": grad_output, "handle": self.handle,
         }
-        return self.candidate._outcome(self.candidate._module_request(self, req), req)
+        return Pending(self.candidate, req, phrase("doing_module"), self.name)
+
+
+class Pending:
+    """A call sent to the child whose reply is read when the `with` block ends: the grader
+    computes the reference's answer meanwhile, on the other core, instead of before sending.
+    The reply is always read at the end of the block, also when the block raises, so the
+    channel never holds a stale reply; result() then returns the Outcome or raises the
+    candidate's failure."""
+
+    def __init__(self, candidate: Candidate, req: dict[str, Any], doing: Phrase, target: str | None) -> None:
+        self.candidate, self.req, self.doing, self.target = candidate, req, doing, target
+        self._outcome: Outcome | None = None
+        self._error: BaseException | None = None
+        candidate._send_request(req, target, doing)
+
+    def __enter__(self) -> Pending:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        try:
+            reply = self.candidate._finish_request(self.doing, self.target)
+            self._outcome = self.candidate._outcome(reply, self.req)
+        except CandidateFailure as exc:
+            self._error = exc
+        except BaseException:
+            if exc_type is None:
+                raise  # cancelled or interrupted while waiting: that is what the caller hears
+        # An exception from the block itself propagates (returning None).
+
+    def result(self) -> Outcome:
+        if self._error is not None:
+            raise self._error
+        assert self._outcome is not None, "result() is read after the with block"
+        return self._outcome
+
+
+class Ready(Pending):
+    """Pending's interface for a call answered at once, in this process (the diagnosis'
+    mutants, the recorded reference): `run` is called now; its CandidateFailure is kept for
+    result()."""
+
+    def __init__(self, run: Callable[[], Outcome]) -> None:
+        self._outcome, self._error = None, None
+        try:
+            self._outcome = run()
+        except CandidateFailure as exc:
+            self._error = exc
+
+    def __exit__(self, *_: object) -> None:
+        return None
 
 
 def _signal_name(num: int) -> str:
@@ -246,12 +306,19 @@ class Candidate:
     def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
              grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Outcome:
         """Call the candidate's top-level `name(*args, **kwargs)` in the child."""
+        with self.submit(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output) as pending:
+            pass
+        return pending.result()
+
+    def submit(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
+               grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Pending:
+        """call(), sent now and read when the `with` block ends (see Pending)."""
         self._require(name)
         req = {
             "op": "call", "name": name, "args": tuple(args), "kwargs": kwargs or {},
             "grad_wrt": grad_wrt, "grad_output": grad_output,
         }
-        return self._outcome(self._request(req, phrase("doing_call", name=name)), req)
+        return Pending(self, req, phrase("doing_call", name=name), name)
 
     def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
             dtype: Any = None) -> RemoteModule:
@@ -270,13 +337,21 @@ class Candidate:
             found = ", ".join(sorted(self.names)) or "-"
             raise CandidateRaised(phrase("fail_missing_name", name=name, found=found))
 
+    def _module_lost(self, module: RemoteModule) -> bool:
+        """The process that built `module` is gone (a crash or timeout restarted the child)."""
+        return module.generation != self.generation or self._spawn is None
+
     def _module_request(self, module: RemoteModule, req: dict[str, Any]) -> dict[str, Any]:
-        if module.generation != self.generation or self._spawn is None:
+        if self._module_lost(module):
             raise CandidateCrashed(phrase("fail_module_lost"))
         return self._request({**req, "handle": module.handle}, phrase("doing_module"), target=module.name)
 
     def _request(self, req: dict[str, Any], doing: Phrase, target: str | None = None) -> dict[str, Any]:
         target = target or req.get("name")
+        self._send_request(req, target, doing)
+        return self._finish_request(doing, target)
+
+    def _send_request(self, req: dict[str, Any], target: str | None, doing: Phrase) -> None:
         if self.cancel is not None and self.cancel.is_set():
             raise CheckCancelled()
         if target in self.timed_out:
@@ -289,6 +364,9 @@ class Candidate:
             wire.send(self._spawn.sock, req)
         except OSError:
             raise self._crashed(doing) from None
+
+    def _finish_request(self, doing: Phrase, target: str | None) -> dict[str, Any]:
+        remaining = self.limits.total_timeout - self.used
         try:
             reply = self._receive(min(self.limits.call_timeout, remaining), doing)
         except CandidateTimeout:

@@ -517,11 +517,12 @@ def check_module_call(module: RemoteModule, mapping: WeightMapping, reference: t
     kwargs = kwargs or {}
     a = tuple(cast(x, dtype) for x in args)
     kw = {k: cast(v, dtype) for k, v in kwargs.items()}
-    with torch.no_grad():
+    # The reference runs while the candidate's module does (the other core), not before.
+    with module.submit(a, kw) as pending, torch.no_grad():
         expected = as_dtype(reference, torch.float64)(
             *(cast(x, torch.float64) for x in args), **{k: cast(v, torch.float64) for k, v in kwargs.items()})
         baseline = as_dtype(reference, dtype)(*a, **kw) if dtype != torch.float64 else None
-    outcome = module.call(a, kw)
+    outcome = pending.result()
     case = case + mapping.note()
     assert_no_mutation(outcome, case=case)
     assert_close(outcome.value, expected, case=case, baseline=baseline)
@@ -534,11 +535,12 @@ def check_module_grads(module: RemoteModule, mapping: WeightMapping, reference: 
     """Backpropagate `grad_output` through the candidate's module and the reference (both in
     float64); compare the gradients w.r.t. the inputs at positions `wrt`."""
     kwargs = kwargs or {}
-    outcome = module.call(args, kwargs, grad_wrt=wrt, grad_output=grad_output)
-    ref = as_dtype(reference, torch.float64)
-    leaves = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
-              for i, a in enumerate(args)]
-    backward(ref(*leaves, **kwargs), grad_output)
+    with module.submit(args, kwargs, grad_wrt=wrt, grad_output=grad_output) as pending:
+        ref = as_dtype(reference, torch.float64)
+        leaves = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
+                  for i, a in enumerate(args)]
+        backward(ref(*leaves, **kwargs), grad_output)
+    outcome = pending.result()
     case = case + mapping.note()
     for pos, got in zip(wrt, outcome.grads, strict=True):
         label = names[pos] if pos < len(names) else f"argument {pos}"

@@ -23,6 +23,7 @@ from attnkata.checker.proxy import (
     Limits,
 )
 from attnkata.checker.runner import check
+from attnkata.checker.sandbox import host
 
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
 REFERENCE = Path(__file__).parent.parent / "reference" / "sdpa.py"
@@ -37,6 +38,7 @@ def call_hostile(name: str, limits: Limits = FAST):
 
 
 def test_infinite_loop_times_out():
+    host.zygote()  # started (and the last test's candidates confirmed dead): this times the loop
     t0 = time.monotonic()
     with pytest.raises(CandidateTimeout, match=r"timed out after 1.5 s"):
         call_hostile("loop.py")

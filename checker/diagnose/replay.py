@@ -23,7 +23,7 @@ from attnkata.checker.catalog import Kata
 from attnkata.checker.compare import clone_tree, unchanged
 from attnkata.checker.messages import phrase
 from attnkata.checker.models import PASS, SKIP, TestResult
-from attnkata.checker.proxy import CandidateRaised, Limits, Outcome, RemoteModule
+from attnkata.checker.proxy import CandidateRaised, Limits, Outcome, Ready, RemoteModule
 
 
 def _raised(exc: Exception) -> CandidateRaised:
@@ -82,6 +82,10 @@ class LocalModule(RemoteModule):
         fn = getattr(self.module, method) if method else self.module
         return _run(fn, tuple(args), kwargs or {}, grad_wrt, grad_output)
 
+    def submit(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,  # type: ignore[override]
+               grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Ready:
+        return Ready(lambda: self.call(args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, method=method))
+
 
 class LocalCandidate:
     """A mutant ({entry point: variant}, the reference for the other names) with the API of
@@ -103,6 +107,10 @@ class LocalCandidate:
     def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
              grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Outcome:
         return _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output)
+
+    def submit(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
+               grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Ready:
+        return Ready(lambda: self.call(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output))
 
     def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
             dtype: Any = None) -> LocalModule:

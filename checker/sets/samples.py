@@ -78,8 +78,19 @@ class _ReferenceCandidate(Candidate):
     def _kill(self) -> None:
         return None
 
+    def _module_lost(self, module: Any) -> bool:
+        return False
+
     def _module_request(self, module: Any, req: dict[str, Any]) -> dict[str, Any]:
         return self._request({**req, "handle": module.handle}, "running the reference module")
+
+    # Calls sent "ahead" (proxy.Pending) are served when their reply is read.
+    def _send_request(self, req: dict[str, Any], target: str | None, doing: Any) -> None:
+        self._ahead = req
+
+    def _finish_request(self, doing: Any, target: str | None) -> dict[str, Any]:
+        req, self._ahead = self._ahead, None
+        return self._request(req, "running the reference")
 
     def _request(self, req: dict[str, Any], doing: str) -> dict[str, Any]:
         recorded = _copy(req)
