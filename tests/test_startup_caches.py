@@ -107,3 +107,38 @@ def test_history_fits_80_columns_without_cutting_a_mistake_id(tmp_path: Path):
                   "kv-repeat-instead-of-interleave", "fail (mock)"):
         assert whole in out, out
     assert "…" not in out
+
+
+def test_a_history_written_by_the_previous_version_gains_the_cache_table_and_keeps_its_rows(tmp_path: Path):
+    import sqlite3
+
+    from attnkata.checker import store
+
+    path = tmp_path / "old.sqlite3"
+    conn = sqlite3.connect(path)
+    for script in store.SCHEMA[:2]:  # what the previous release created
+        conn.executescript(script)
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("INSERT INTO attempts (ts, kata, status, passed, total, seconds, file) "
+                 "VALUES (1.0, 'sdpa', 'pass', 10, 10, 1.0, 'sdpa.py')")
+    conn.commit()
+    conn.close()
+    with History(path) as h:
+        assert [r["kata"] for r in h.attempts()] == ["sdpa"]
+        key = h.timeline_version()
+        assert h.derived("plan", key) is None
+        h.store_derived("plan", key, "[]")
+        assert h.derived("plan", key) == "[]"
+        h.record_attempt("sdpa", "fail", 1, 10, 1.0, "sdpa.py")
+        assert h.timeline_version() != key and h.derived("plan", h.timeline_version()) is None
+
+
+def test_emoji_codes_in_messages_print_as_written():
+    """`:name:` in a message or a candidate's code is text, not an emoji (and the emoji table
+    is not loaded at start-up)."""
+    from attnkata.cli.console import err, out
+
+    for console in (out, err):
+        with console.capture() as cap:
+            console.print("x = y[:smile:]  # :warning: kept")
+        assert ":smile:" in cap.get() and ":warning:" in cap.get()
