@@ -95,3 +95,22 @@ def test_segments_equal_ast_get_source_segment():
     assert len(nodes) > 20
     for node in nodes:
         assert segment(lines, node) == (ast.get_source_segment(source, node) or "")
+
+
+@pytest.mark.parametrize("text", ["def scaled_dot_product_attention(q, k, v:\n    pass\n",  # syntax error
+                                  "import torch\n\ndef attention(q, k, v):\n    return q\n"])  # no entry point
+def test_static_checks_beside_the_loading_candidate_decide_as_before(tmp_path: Path, text: str,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    from attnkata.checker import catalog, runner
+
+    path = tmp_path / "sdpa.py"
+    path.write_text(text, encoding="utf-8")
+    kata = catalog.get_kata("sdpa")
+    host.zygote()  # warm: the static checks run in a thread while the candidate loads
+    assert host.ready()
+    overlapped = runner.check(kata, path)
+    monkeypatch.setattr(host, "ready", lambda: False)  # as a cold check: static checks first
+    first = runner.check(kata, path)
+    assert overlapped.status == first.status == "error"
+    assert [d.id for d in overlapped.diagnostics] == [d.id for d in first.diagnostics]
+    assert overlapped.tests == first.tests == []

@@ -468,6 +468,12 @@ def zygote(start_only: bool = False) -> Zygote:
     return _current
 
 
+def ready() -> bool:
+    """This process has a started, answering zygote (a check will not wait for one)."""
+    return (_current is not None and _current.owner == os.getpid() and _current.ready
+            and _current.alive())
+
+
 def prestart(warm: Iterable[str] = ()) -> None:
     """Start the zygote now, without waiting for it: `kata check` overlaps its torch import
     with the grading process's own. `warm`: lazy parts of torch the kata's grader makes the
