@@ -71,6 +71,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
                      "{doing}你的代码终止了解释器（{how}）{last}"),
     "fail_last_output": ("; last output: {tail}", "；最后的输出：{tail}"),
     "how_gone": ("it disappeared", "进程消失了"),
+    "how_closed": ("it closed its connection to the grader and was stopped",
+                   "它关闭了与评测进程的连接，已被终止"),
     "how_signal": ("killed by {signal}", "被信号 {signal} 终止"),
     "how_segfault": ("killed by {signal} (a segfault)", "被信号 {signal} 终止（段错误）"),
     "how_exit": ("exit code {code}, e.g. os._exit()", "退出码 {code}，例如调用了 os._exit()"),
@@ -99,6 +101,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "fail_no_grads": ("no gradients: {detail}", "没有梯度：{detail}"),
     "fail_after_timeout": ("not run: `{name}` already ran into the time limit in an earlier test (an infinite loop?)",
                            "未运行：`{name}` 在之前的测试中已经超时（死循环？）"),
+    "fail_after_hang_up": ("not run: `{name}` closed its connection to the grader in an earlier test and stayed alive",
+                           "未运行：`{name}` 在之前的测试中关闭了与评测进程的连接且没有退出"),
     "fail_too_large": ("your process sent back {detail} while {doing}; it was stopped",
                        "{doing}你的进程传回了 {detail}，已被终止"),
 }

@@ -226,6 +226,9 @@ class Candidate:
         # Entry points that already ran into the per-call limit: later calls of the same code
         # are reported as not run at once, instead of each waiting out the limit again.
         self.timed_out: set[str] = set()
+        # The same for code that closed its channel to the grader and stayed alive.
+        self.hung_up: set[str] = set()
+        self.closed_channel = False
         self._zygote: Any = None
         self._spawn: Any = None
         self._log_path: str | None = None
@@ -356,6 +359,8 @@ class Candidate:
             raise CheckCancelled()
         if target in self.timed_out:
             raise CandidateTimeout(phrase("fail_after_timeout", name=target))
+        if target in self.hung_up:
+            raise CandidateCrashed(phrase("fail_after_hang_up", name=target))
         self.ensure_started()  # (re)starts a process stopped by an earlier failure
         remaining = self.limits.total_timeout - self.used
         if remaining <= 0:
@@ -372,6 +377,10 @@ class Candidate:
         except CandidateTimeout:
             if target:
                 self.timed_out.add(target)
+            raise
+        except CandidateCrashed:
+            if target and self.closed_channel:
+                self.hung_up.add(target)  # a hang in disguise: not waited for again
             raise
         if not reply.get("ok"):
             raise self._failure(reply, doing)
@@ -418,16 +427,21 @@ class Candidate:
 
     def _crashed(self, doing: Phrase) -> CandidateCrashed:
         spawn = self._spawn
-        # A process that really ended is reported within the zygote's 50 ms reaping loop; one
-        # that only closed its end of the channel is not waited for: it is killed below.
+        # A process that really ended is reported at once (the zygote wakes on SIGCHLD); one
+        # that only closed its end of the channel is not waited for long: it is killed below,
+        # and later calls of the same code are not run (see _finish_request).
         status = self._zygote.exit_status(spawn.token, wait=0.5) if spawn is not None else None
+        closed = self.closed_channel = False
         if spawn is not None:
             if status is None:
+                closed = self.closed_channel = True
                 status = self._kill()  # closed its channel but stayed alive: it goes now
             else:
                 spawn.sock.close()
                 self._spawn = None
-        if status is None:
+        if closed:
+            how = phrase("how_closed")
+        elif status is None:
             how = phrase("how_gone")
         elif os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)

@@ -152,3 +152,14 @@ def test_hostile_runs_end_with_a_verdict_from_the_cli(tmp_path):
         data = json.loads(proc.stdout)
         assert data["status"] in ("timeout", "error", "fail"), name
         assert data["diagnostics"], name
+
+
+def test_code_that_closes_its_channel_and_stays_alive_is_stopped_once_not_waited_for_again():
+    attack = Path(__file__).parent / "fixtures" / "attacks" / "close_channel.py"
+    with Candidate(attack, FAST) as c:
+        with pytest.raises(CandidateCrashed, match="closed its connection to the grader and was stopped"):
+            c.call(FN, QKV)
+        t0 = time.monotonic()
+        with pytest.raises(CandidateCrashed, match="not run: .* closed its connection"):
+            c.call(FN, QKV)
+        assert time.monotonic() - t0 < 0.2
