@@ -260,10 +260,12 @@ def load_kata(folder: Path) -> Kata:
 @cache
 def all_katas() -> dict[str, Kata]:
     """Every bundled kata, keyed by id, in a stable teaching order (difficulty, then id)."""
-    found = [get_kata(kata_id) for kata_id in kata_ids()]
-    order = {d: i for i, d in enumerate(DIFFICULTIES)}
-    found.sort(key=lambda k: (order[k.difficulty], k.minutes, k.id))
+    found = sorted((get_kata(kata_id) for kata_id in kata_ids()), key=_teaching_order)
     return {k.id: k for k in found}
+
+
+def _teaching_order(k: Kata | KataSummary) -> tuple[int, int, str]:
+    return DIFFICULTIES.index(k.difficulty) if k.difficulty in DIFFICULTIES else 9, k.minutes, k.id
 
 
 class KataSummary(NamedTuple):
@@ -285,17 +287,15 @@ def summaries() -> dict[str, KataSummary]:
     array of tables, `[[hints]]`) holds these fields, and parsing only the head keeps `kata
     list` fast; a file laid out otherwise is loaded in full. The result is kept in the data
     dir while no kata.toml changes (size and mtime), so most starts parse no TOML at all."""
-    root = katas_root()
+    root, ids = katas_root(), kata_ids()
     stamp = [str(root), SUMMARIES_VERSION]
-    for kata_id in kata_ids():
+    for kata_id in ids:
         st = (root / kata_id / "kata.toml").stat()
         stamp.append([kata_id, st.st_mtime_ns, st.st_size])
     cached = _read_summaries(stamp)
     if cached is not None:
         return cached
-    found = [_summary(kata_id) for kata_id in kata_ids()]
-    order = {d: i for i, d in enumerate(DIFFICULTIES)}
-    found.sort(key=lambda k: (order.get(k.difficulty, 9), k.minutes, k.id))
+    found = sorted((_summary(kata_id) for kata_id in ids), key=_teaching_order)
     _write_summaries(stamp, found)
     return {k.id: k for k in found}
 

@@ -78,6 +78,10 @@ class CandidateCrashed(CandidateFailure):
     """The interpreter running the candidate ended (os._exit, a signal, a segfault)."""
 
 
+class CandidateHungUp(CandidateCrashed):
+    """It closed its channel to the grader and stayed alive (a hang in disguise): stopped."""
+
+
 class CandidateExited(CandidateFailure):
     """sys.exit / SystemExit raised from candidate code."""
 
@@ -228,7 +232,6 @@ class Candidate:
         self.timed_out: set[str] = set()
         # The same for code that closed its channel to the grader and stayed alive.
         self.hung_up: set[str] = set()
-        self.closed_channel = False
         self._zygote: Any = None
         self._spawn: Any = None
         self._log_path: str | None = None
@@ -378,8 +381,8 @@ class Candidate:
             if target:
                 self.timed_out.add(target)
             raise
-        except CandidateCrashed:
-            if target and self.closed_channel:
+        except CandidateHungUp:
+            if target:
                 self.hung_up.add(target)  # a hang in disguise: not waited for again
             raise
         if not reply.get("ok"):
@@ -431,10 +434,10 @@ class Candidate:
         # that only closed its end of the channel is not waited for long: it is killed below,
         # and later calls of the same code are not run (see _finish_request).
         status = self._zygote.exit_status(spawn.token, wait=0.5) if spawn is not None else None
-        closed = self.closed_channel = False
+        closed = False
         if spawn is not None:
             if status is None:
-                closed = self.closed_channel = True
+                closed = True
                 status = self._kill()  # closed its channel but stayed alive: it goes now
             else:
                 spawn.sock.close()
@@ -450,7 +453,7 @@ class Candidate:
             how = phrase("how_exit", code=os.WEXITSTATUS(status))
         tail = self.output_tail()
         last = phrase("fail_last_output", tail=tail) if tail else ""
-        return CandidateCrashed(phrase("fail_crashed", doing=doing, how=how, last=last))
+        return (CandidateHungUp if closed else CandidateCrashed)(phrase("fail_crashed", doing=doing, how=how, last=last))
 
     def output_tail(self, chars: int = 300) -> str:
         """The end of what the candidate printed (only the last LOG_TAIL_BYTES are read)."""

@@ -180,8 +180,8 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     from attnkata.checker.sandbox import host
 
     # With a warm sandbox and a policy that only warns, the candidate starts loading while the
-    # static checks run in a thread (the main thread waits on the sandbox meanwhile): ~10 ms
-    # of every `kata watch` re-check. Otherwise they come first: an enforced policy must see
+    # static checks (~10 ms for gqa's reference) run in a thread: the main thread only waits on
+    # the sandbox meanwhile. Otherwise they come first: an enforced policy must see
     # the file before it runs, and a cold check must not wait for the sandbox to learn that a
     # file does not parse.
     overlap = not static and policy == "warn" and host.ready()

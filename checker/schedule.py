@@ -23,9 +23,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnkata.checker.catalog import KataSummary
+
+if TYPE_CHECKING:
+    from attnkata.checker.store import History
 
 PLAN_VERSION = "1"  # bump when the rules below change: cached plans are then recomputed
 SESSION_GAP = timedelta(hours=2)
@@ -152,8 +155,8 @@ def plan(katas: dict[str, KataSummary], attempts: list[Any], events: list[Any]) 
     return plans
 
 
-def cached_plan(history: Any, katas: dict[str, KataSummary]) -> dict[str, KataPlan]:
-    """plan() over the whole history (a checker.store.History), from the database's cache when
+def cached_plan(history: History, katas: dict[str, KataSummary]) -> dict[str, KataPlan]:
+    """plan() over the whole history, from the database's cache when
     neither the history nor the katas' mistake lists changed since it was computed."""
     from zlib import crc32  # hashlib would load OpenSSL: this only has to notice an edit
 

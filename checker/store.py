@@ -75,6 +75,10 @@ SCHEMA = [
 ]
 
 
+# The events the practice plan reads (checker/schedule.py): help taken before a pass.
+_HELP_EVENTS = "('hint', 'mock-hint', 'solution')"
+
+
 def data_dir() -> Path:
     home = os.environ.get("KATA_HOME")
     if home:
@@ -214,16 +218,15 @@ class History:
         """Every attempt (oldest first) and every hint / solution event: what the practice
         schedule (checker/schedule.py) replays."""
         attempts = self.conn.execute("SELECT ts, kata, status, diagnoses, mode FROM attempts ORDER BY ts, id").fetchall()
-        events = self.conn.execute("SELECT ts, kata, kind FROM events WHERE kind IN ('hint', 'mock-hint', 'solution')"
-                                   " ORDER BY ts, id").fetchall()
+        events = self.conn.execute(f"SELECT ts, kata, kind FROM events WHERE kind IN {_HELP_EVENTS} ORDER BY ts, id"
+                                   ).fetchall()
         return attempts, events
 
     def timeline_version(self) -> str:
         """Changes whenever timeline() would answer differently (rows are only ever added, and a
         removed row changes the count): the key of what is derived from it."""
         a = self.conn.execute("SELECT COUNT(*), MAX(id) FROM attempts").fetchone()
-        e = self.conn.execute("SELECT COUNT(*), MAX(id) FROM events WHERE kind IN ('hint', 'mock-hint', 'solution')"
-                              ).fetchone()
+        e = self.conn.execute(f"SELECT COUNT(*), MAX(id) FROM events WHERE kind IN {_HELP_EVENTS}").fetchone()
         return f"{a[0]}:{a[1]}:{e[0]}:{e[1]}"
 
     def derived(self, name: str, key: str) -> str | None:
