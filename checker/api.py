@@ -37,18 +37,23 @@ def limits_for(timeout: float | None, kata: catalog.Kata | None = None) -> Limit
 
 def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang: str = "en",
           record: bool = True, mode: str = "practice", cancel: threading.Event | None = None,
-          progress: Callable[[str], None] | None = None) -> Result:
+          progress: Callable[[str], None] | None = None, again: bool = False) -> Result:
     """Grade the file at `path` and (unless `record` is false) add the attempt to the history.
 
+    `again`: this process will grade again soon (`kata watch`): the next check's sandboxed
+    process is started as soon as this one ends.
     A cancelled (CheckCancelled) or interrupted (KeyboardInterrupt) check records nothing."""
     from attnkata.checker.sandbox import host
 
+    if again:
+        host.keep_spares()
     # The sandbox imports torch (and what the grader will need) while this process does the same.
     host.prestart(warm=host.warm_ups_for(kata.grader_path))
     from attnkata.checker.runner import check as run_check
 
     t0 = time.time()
-    result = run_check(kata, path, limits=limits_for(timeout, kata), lang=lang, cancel=cancel, progress=progress)
+    result = run_check(kata, path, limits=limits_for(timeout, kata), lang=lang, cancel=cancel, progress=progress,
+                       keep_session=again)
     if record:
         from attnkata.checker.store import History
 

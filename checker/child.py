@@ -59,7 +59,7 @@ class _TraceState:
         self.largest: dict[str, Any] = {"elements": 0}
         self.inplace_on_inputs: list[dict[str, str]] = []
         self.input_storages = input_storages
-        self.out_dtypes: Counter[str] = Counter()
+        self.out_dtypes: Counter[torch.dtype] = Counter()
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -67,7 +67,7 @@ class _TraceState:
             "banned": sorted(set(self.banned)),
             "largest": self.largest,
             "inplace_on_inputs": self.inplace_on_inputs[:10],
-            "out_dtypes": dict(self.out_dtypes),
+            "out_dtypes": {_dtype_name(k): v for k, v in self.out_dtypes.items()},
         }
 
 
@@ -113,9 +113,9 @@ class _DispatchRecorder(TorchDispatchMode):
             raise BannedCall("flex_attention")
         out = func(*args, **kwargs)
         st = self.state
-        name, writes = _op_info(func)
+        name, writes, banned, view = _op_info(func)
         st.ops[name] += 1
-        if name.startswith(BANNED_OP_PREFIXES):
+        if banned:
             st.banned.append(name)
         for i, arg_name in writes:
             value = args[i] if i < len(args) else kwargs.get(arg_name)
@@ -125,7 +125,9 @@ class _DispatchRecorder(TorchDispatchMode):
                     st.inplace_on_inputs.append({"op": name, "input": which})
         for t in (out,) if isinstance(out, torch.Tensor) else tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
-                st.out_dtypes[_dtype_name(t.dtype)] += 1
+                st.out_dtypes[t.dtype] += 1
+                if view:
+                    continue  # no new memory: its storage was counted where it was made
                 try:
                     elements = t.untyped_storage().nbytes() // max(t.element_size(), 1)
                 except (RuntimeError, NotImplementedError):
@@ -141,13 +143,16 @@ class _DispatchRecorder(TorchDispatchMode):
 
 
 @functools.cache
-def _op_info(func: Any) -> tuple[str, tuple[tuple[int, str], ...]]:
-    """An op's name and the (position, name) of the arguments it writes into, read from its
-    schema once: the recorder runs for every aten op of every call."""
+def _op_info(func: Any) -> tuple[str, tuple[tuple[int, str], ...], bool, bool]:
+    """An op's name, the (position, name) of the arguments it writes into, whether it is a
+    banned kernel, and whether it is a view (its outputs alias an input without writing to
+    it: no new memory), read from its schema once: the recorder runs for every aten op of
+    every call (half of them views in a typical forward)."""
     schema = func._schema
     writes = tuple((i, a.name) for i, a in enumerate(schema.arguments)
                    if a.alias_info is not None and a.alias_info.is_write)
-    return schema.name, writes
+    view = bool(schema.returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+    return schema.name, writes, schema.name.startswith(BANNED_OP_PREFIXES), view
 
 
 @functools.cache
@@ -295,6 +300,8 @@ class Server:
         return {"ok": True, "handle": handle, "structure": _structure(obj)}
 
     def load_state(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Weights into the module's parameters; also the first step of a `call` or `to` that
+        carries a "state" (proxy.RemoteModule.load_state)."""
         module = self.handles[req["handle"]]
         own = dict(module.named_parameters()) | dict(module.named_buffers())
         with torch.no_grad():
@@ -307,11 +314,15 @@ class Server:
 
     def to(self, req: dict[str, Any]) -> dict[str, Any]:
         module = self.handles[req["handle"]]
+        if req.get("state") is not None:
+            self.load_state(req)
         module.to(req["dtype"])
         return {"ok": True, "structure": _structure(module)}
 
     def call(self, req: dict[str, Any]) -> dict[str, Any]:
         target = self._target(req)
+        if req.get("state") is not None:
+            self.load_state(req)  # before the trace: the harness's copy, not the candidate's ops
         args, kwargs = list(req["args"]), dict(req["kwargs"])
         wrt = req.get("grad_wrt") or ()
         for i in wrt:
@@ -395,6 +406,52 @@ def _structure(obj: Any) -> dict[str, Any]:
     params = {n: list(p.shape) for n, p in obj.named_parameters()}
     params |= {n: list(b.shape) for n, b in obj.named_buffers()}
     return {"modules": modules, "params": params}
+
+
+class _Exercise(torch.nn.Module):
+    """A small attention layer: the ops and layers hand-written attention is made of."""
+
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.q_proj = torch.nn.Linear(d_model, d_model)
+        self.kv_proj = torch.nn.Linear(d_model, d_model // n_heads)  # one KV head (MQA)
+        self.o_proj = torch.nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
+        B, L, D = x.shape
+        q = self.q_proj(x).view(B, L, self.n_heads, -1).transpose(1, 2)  # (B, H, L, d)
+        kv = self.kv_proj(x).view(B, L, 1, -1).transpose(1, 2).repeat_interleave(self.n_heads, dim=1)
+        scores = q @ kv.transpose(-2, -1) / q.shape[-1] ** 0.5  # (B, H, L, L)
+        keep = torch.ones(L, L, dtype=torch.bool).tril() if is_causal else torch.ones(L, L, dtype=torch.bool)
+        if attn_mask is not None:
+            keep = keep & attn_mask
+        weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1).nan_to_num(0.0)
+        return self.o_proj((weights @ kv).transpose(1, 2).reshape(B, L, D))
+
+
+def exercise() -> None:
+    """Serve a few requests of the kinds graders send (build, load weights, call, gradients;
+    both float dtypes) to the harness's own layer, in the zygote before it forks.
+
+    A candidate process is a fresh fork: the first run of every code path in it (Python
+    specialising its bytecode, torch's dispatcher caches, the recorders' op caches) writes to
+    memory it shares with the zygote and is copied page by page. Done once here, each
+    candidate starts with them warm: measured on a gqa re-check, the candidate's calls took
+    44 ms instead of 60 ms, and building its modules 19 ms instead of 29 ms."""
+    server = Server(None, Path("/"))  # type: ignore[arg-type] - no socket: requests are passed in
+    server.module = type("Harness", (), {"Exercise": _Exercise})
+    for dtype in (torch.float32, torch.float64):
+        x = torch.randn(2, 3, 8, dtype=dtype)
+        mask = torch.rand(2, 1, 3, 3) < 0.5
+        handle = server.new(wire.roundtrip({"name": "Exercise", "args": (8, 2), "kwargs": {}, "dtype": dtype}))["handle"]
+        state = {k: v.clone() for k, v in server.handles[handle].state_dict().items()}
+        for wrt in ((), (0,)):
+            req = {"op": "call", "handle": handle, "method": None, "args": (x,), "state": state,
+                   "kwargs": {"attn_mask": mask, "is_causal": True}, "grad_wrt": wrt,
+                   "grad_output": torch.randn(2, 3, 8, dtype=dtype)}
+            for _ in range(2):
+                wire.roundtrip(server.call(wire.roundtrip(req)))
 
 
 def run(sock: socket.socket, path: str) -> None:

@@ -27,7 +27,11 @@ import torch
 from attnkata.checker.compare import assert_close, describe_inputs
 from attnkata.checker.probes import randn, random_mask
 from attnkata.checker.proxy import Candidate, CandidateRaised, Outcome
-from attnkata.checker.weights import build_module, check_module_call, check_module_grads
+from attnkata.checker.weights import (
+    build_beside,
+    check_module_call,
+    check_module_grads,
+)
 
 DTYPES = [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")]
 MASK_SHAPES = ("L,L", "B,1,1,L", "B,1,L,L", "B,H,L,L")
@@ -78,15 +82,14 @@ class SelfAttentionKata:
             init_kwargs: dict[str, Any] | None = None) -> Outcome:
         """Build the candidate with the reference's weights (seed), call it on x, compare."""
         init = init or self.init
-        r = self.reference(seed, *init, **(init_kwargs or {}))
-        module, mapping = build_module(solution, self.cls, r, init, init_kwargs, dtype=dtype, case=case)
+        module, mapping, r = build_beside(solution, self.cls, lambda: self.reference(seed, *init, **(init_kwargs or {})),
+                                          init, init_kwargs, dtype=dtype, case=case)
         return self.compare(module, mapping, r, x, kwargs, dtype=dtype, case=case)
 
     def build(self, solution: Candidate, seed: int, case: str, dtype: torch.dtype = torch.float64):
         """(candidate module, weight mapping, reference) for tests that call several times."""
-        r = self.reference(seed, *self.init)
-        module, mapping = build_module(solution, self.cls, r, self.init, dtype=dtype, case=case)
-        return module, mapping, r
+        return build_beside(solution, self.cls, lambda: self.reference(seed, *self.init), self.init,
+                            dtype=dtype, case=case)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -119,6 +119,7 @@ class RemoteModule:
     generation: int
     structure: dict[str, Any]
     name: str = ""  # the candidate's class
+    staged: dict[str, Any] | None = None  # weights to load before its next request (load_state)
 
     @property
     def params(self) -> dict[str, tuple[int, ...]]:
@@ -130,12 +131,21 @@ class RemoteModule:
 
     def to(self, dtype: Any) -> RemoteModule:
         """Cast the module's floating-point parameters and buffers (e.g. to torch.float64)."""
-        reply = self.candidate._module_request(self, {"op": "to", "dtype": dtype})
+        reply = self.candidate._module_request(self, self._carry({"op": "to", "dtype": dtype}))
         self.structure = reply["structure"]
         return self
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self.candidate._module_request(self, {"op": "load_state", "state": state})
+        """Copy `state` ({name: tensor}) into the module's parameters and buffers, in the child,
+        before its next request: the weights travel with that request (a built module is called
+        right after its weights are loaded; a gqa check saves 22 round trips). A load that
+        fails is that request's failure."""
+        self.staged = {**(self.staged or {}), **state}
+
+    def _carry(self, req: dict[str, Any]) -> dict[str, Any]:
+        if self.staged is not None:
+            req["state"], self.staged = self.staged, None
+        return req
 
     def call(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
              grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Outcome:
@@ -148,10 +158,10 @@ class RemoteModule:
         """Send the call now and read its reply when the `with` block ends (see Pending)."""
         if self.candidate._module_lost(self):
             raise CandidateCrashed(phrase("fail_module_lost"))
-        req = {
+        req = self._carry({
             "op": "call", "method": method, "args": tuple(args), "kwargs": kwargs or {},
             "grad_wrt": grad_wrt, "grad_output": grad_output, "handle": self.handle,
-        }
+        })
         return Pending(self.candidate, req, phrase("doing_module"), self.name)
 
 
@@ -174,7 +184,7 @@ class Pending:
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         try:
             reply = self.candidate._finish_request(self.doing, self.target)
-            self._outcome = self.candidate._outcome(reply, self.req)
+            self._outcome = self._answer(reply)
         except CandidateFailure as exc:
             self._error = exc
         except BaseException:
@@ -182,11 +192,25 @@ class Pending:
                 raise  # cancelled or interrupted while waiting: that is what the caller hears
         # An exception from the block itself propagates (returning None).
 
+    def _answer(self, reply: dict[str, Any]) -> Any:
+        return self.candidate._outcome(reply, self.req)
+
     def result(self) -> Outcome:
         if self._error is not None:
             raise self._error
         assert self._outcome is not None, "result() is read after the with block"
         return self._outcome
+
+
+class PendingModule(Pending):
+    """Candidate.new(), sent now and read when the `with` block ends (see Pending); result()
+    is the RemoteModule."""
+
+    def _answer(self, reply: dict[str, Any]) -> RemoteModule:
+        return RemoteModule(self.candidate, reply["handle"], self.candidate.generation, reply["structure"], self.target or "")
+
+    def result(self) -> RemoteModule:  # type: ignore[override]
+        return super().result()  # type: ignore[return-value]
 
 
 class Ready(Pending):
@@ -330,12 +354,18 @@ class Candidate:
             dtype: Any = None) -> RemoteModule:
         """Construct the candidate's class `name(*args, **kwargs)` in the child (in eval mode),
         cast to `dtype` when given (one round trip instead of two: `watch` re-checks make ~20)."""
+        with self.new_later(name, args, kwargs, dtype) as building:
+            pass
+        return building.result()
+
+    def new_later(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
+                  dtype: Any = None) -> PendingModule:
+        """new(), sent now and read when the `with` block ends (see Pending)."""
         self._require(name)
         req = {"op": "new", "name": name, "args": tuple(args), "kwargs": kwargs or {}}
         if dtype is not None:
             req["dtype"] = dtype
-        reply = self._request(req, phrase("doing_new", name=name))
-        return RemoteModule(self, reply["handle"], self.generation, reply["structure"], name)
+        return PendingModule(self, req, phrase("doing_new", name=name), name)
 
     def _require(self, name: str) -> None:
         self.ensure_started()

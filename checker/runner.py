@@ -105,7 +105,9 @@ _UNUSED_PLUGINS = ("logging", "warnings", "junitxml", "pastebin", "doctest", "st
                    "setuponly", "setupplan", "subtests", "unittest", "recwarn")
 
 
-def pytest_args(kata: Kata, path: Path) -> list[str]:
+def pytest_args(kata: Kata, path: Path, *, terminal: bool = True) -> list[str]:
+    """pytest's command line for grading `path`; `terminal=False`: for a session without
+    pytest's terminal plugin, whose options the others are (checker/session.py)."""
     return [
         str(kata.grader_path),
         "--solution", str(path),
@@ -123,29 +125,37 @@ def pytest_args(kata: Kata, path: Path) -> list[str]:
         "--import-mode=importlib",
         "--rootdir", str(kata.folder),
         "-c", os.devnull,  # no ini file: a project's pytest settings must not leak in
-        "-q", "--no-header", "-rN", "--tb=no",
+        *(("-q", "--no-header", "-rN", "--tb=no") if terminal else ("-p", "no:terminal")),
     ]
 
 
-class _Watcher:
-    """Reports each test as it starts (the terminal's spinner) and ends the pytest session
-    when the check is cancelled (pytest stops on a KeyboardInterrupt)."""
+def _run_tests(kata: Kata, path: Path, candidate: Any, lang: str, *, maxfail: int | None,
+               cancel: threading.Event | None, progress: Callable[[str], None] | None,
+               keep_session: bool) -> tuple[Any, Any]:
+    """(pytest's exit code, the Collector with the results) of the kata's grader run on
+    `candidate`, through a kept session when asked and possible (checker/session.py)."""
+    import pytest
 
-    def __init__(self, progress: Callable[[str], None] | None, cancel: threading.Event | None) -> None:
-        self.progress = progress
-        self.cancel = cancel
+    from attnkata.checker import plugin, session
 
-    def pytest_runtest_setup(self, item: Any) -> None:
-        if self.cancel is not None and self.cancel.is_set():
-            raise CheckCancelled()
-        if self.progress is not None:
-            self.progress(item.nodeid.rsplit("::", 1)[-1])
+    if keep_session and not maxfail:
+        try:
+            kept = session.run_kept(str(kata.grader_path), pytest_args(kata, path, terminal=False), candidate, lang, progress, cancel)
+        except Exception as exc:  # noqa: BLE001 - a hook that raised: pytest.main calls that an internal error
+            raise KataDefinitionError(f"the grader of {kata.id} is broken: {type(exc).__name__}: {exc}") from exc
+        if kept is not None:
+            return kept
+    collector = plugin.Collector(candidate, lang=lang)
+    with no_plugin_autoload():
+        args = pytest_args(kata, path) + ([f"--maxfail={maxfail}"] if maxfail else [])
+        code = pytest.main(args, plugins=[plugin, collector, session.Watcher(progress, cancel)])
+    return code, collector
 
 
 def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "en",
           diagnose: bool = True, maxfail: int | None = None, policy: str = "warn",
           allow_imports: Iterable[str] = (), cancel: threading.Event | None = None,
-          progress: Callable[[str], None] | None = None) -> Result:
+          progress: Callable[[str], None] | None = None, keep_session: bool = False) -> Result:
     """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file.
 
     `maxfail`: stop grading after that many failed tests (the diagnosis still runs); for
@@ -155,11 +165,12 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     interviews, graded sets). `allow_imports`: modules the policy accepts beyond its list.
     `cancel`: when set (from another thread), the check stops and raises CheckCancelled.
     `progress`: called with each test's name as it starts, then "diagnosis".
+    `keep_session`: this process grades again and again: the kata's pytest session is kept
+    and run again (checker/session.py) instead of being built for every check.
     A Ctrl-C ends the candidate's processes and propagates as KeyboardInterrupt."""
     import pytest
     import torch
 
-    from attnkata.checker import plugin
     from attnkata.checker.proxy import Candidate
 
     # Graders work on small tensors: one thread avoids OpenMP's spin-up and oversubscription
@@ -216,11 +227,10 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
             result.diagnostics.append(d)
             result.timings = {"total": round(time.perf_counter() - t0, 3)}
             return result
-        collector = plugin.Collector(candidate, lang=lang)
         out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), no_plugin_autoload():
-            args = pytest_args(kata, path) + ([f"--maxfail={maxfail}"] if maxfail else [])
-            code = pytest.main(args, plugins=[plugin, collector, _Watcher(progress, cancel)])
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code, collector = _run_tests(kata, path, candidate, lang, maxfail=maxfail, cancel=cancel,
+                                         progress=progress, keep_session=keep_session)
         if code == pytest.ExitCode.INTERRUPTED:  # pytest swallowed it; the caller must not
             raise CheckCancelled() if cancel is not None and cancel.is_set() else KeyboardInterrupt()
         t_tests = time.perf_counter()

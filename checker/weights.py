@@ -36,6 +36,7 @@ import copy
 import math
 import re
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -483,8 +484,19 @@ def build_module(solution: Candidate, cls: str, reference: torch.nn.Module, args
                  case: str) -> tuple[RemoteModule, WeightMapping]:
     """Construct the candidate's `cls(*args, **kwargs)` in its child, cast it to `dtype` and
     load `reference`'s weights into it."""
-    module = solution.new(cls, args, kwargs, dtype=dtype if dtype != torch.float32 else None)
-    return module, load_reference_weights(module, reference, case=case, dtype=dtype)
+    module, mapping, _ = build_beside(solution, cls, lambda: reference, args, kwargs, dtype=dtype, case=case)
+    return module, mapping
+
+
+def build_beside(solution: Candidate, cls: str, make_reference: Callable[[], torch.nn.Module], args: tuple = (),
+                 kwargs: dict[str, Any] | None = None, *, dtype: torch.dtype = torch.float32,
+                 case: str) -> tuple[RemoteModule, WeightMapping, torch.nn.Module]:
+    """build_module, with the reference made by `make_reference()` while the candidate's child
+    constructs its module (on the other core); returns the reference too."""
+    with solution.new_later(cls, args, kwargs, dtype=dtype if dtype != torch.float32 else None) as building:
+        reference = make_reference()
+    module = building.result()
+    return module, load_reference_weights(module, reference, case=case, dtype=dtype), reference
 
 
 _CASTS: weakref.WeakKeyDictionary[torch.nn.Module, dict[tuple, torch.nn.Module]] = weakref.WeakKeyDictionary()

@@ -194,7 +194,7 @@ class _Decoder:
         if node["$t"] == -1:
             return torch.empty(shape, dtype=dtype, device="meta")
         numel = math.prod(shape)
-        raw = self.take(numel * torch.empty((), dtype=dtype).element_size())
+        raw = self.take(numel * dtype.itemsize)
         t = (torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape) if numel
              else torch.empty(shape, dtype=dtype))
         if device != "cpu":

@@ -114,3 +114,141 @@ def test_static_checks_beside_the_loading_candidate_decide_as_before(tmp_path: P
     assert overlapped.status == first.status == "error"
     assert [d.id for d in overlapped.diagnostics] == [d.id for d in first.diagnostics]
     assert overlapped.tests == first.tests == []
+
+
+MODULE = """\
+import torch
+
+
+class Scale(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(n))
+
+    def forward(self, x):
+        return x * self.w
+"""
+
+
+def test_weights_travel_with_the_next_call_and_a_failed_load_is_that_calls_failure(tmp_path: Path):
+    path = tmp_path / "scale.py"
+    path.write_text(MODULE, encoding="utf-8")
+    x = torch.arange(3.0)
+    with Candidate(path, Limits(call_timeout=10, total_timeout=60)) as c:
+        module = c.new("Scale", (3,))
+        module.load_state({"w": torch.ones(3)})
+        assert module.staged is not None  # nothing sent yet
+        assert torch.equal(module.call((x,)).value, x)
+        assert module.staged is None
+        module.load_state({"w": torch.ones(4)})
+        with pytest.raises(CandidateRaised, match="shape"):
+            module.call((x,))
+        module.load_state({"w": torch.full((3,), 2.0)})
+        with module.submit((x,)) as pending:
+            pass
+        assert torch.equal(pending.result().value, 2 * x)
+
+
+def test_a_module_is_built_while_the_grader_works(tmp_path: Path):
+    path = tmp_path / "scale.py"
+    path.write_text(MODULE, encoding="utf-8")
+    with Candidate(path, Limits(call_timeout=10, total_timeout=60)) as c:
+        with c.new_later("Scale", (2,)) as building:
+            grader_side = torch.ones(2)  # e.g. the reference module, built meanwhile
+        module = building.result()
+        assert module.params == {"w": (2,)}
+        module.load_state({"w": grader_side})
+        assert torch.equal(module.call((torch.ones(2),)).value, torch.ones(2))
+        with c.new_later("Scale", ("not a size",)) as building:
+            pass
+        with pytest.raises(CandidateRaised, match="TypeError"):
+            building.result()
+
+
+def test_the_op_trace_skips_only_views_when_it_measures_memory():
+    from attnkata.checker.child import _op_info
+
+    aten = torch.ops.aten
+    for op in (aten.view.default, aten.expand.default, aten.transpose.int, aten.split.Tensor):
+        assert _op_info(op)[3], op  # a view: no new memory
+    for op in (aten.add_.Tensor, aten.resize_.default, aten.add.out, aten.set_.source_Tensor,
+               aten.mm.default, aten.max.dim):
+        assert not _op_info(op)[3], op  # writes or allocates: measured
+    assert _op_info(aten._scaled_dot_product_flash_attention_for_cpu.default)[2]  # banned
+    assert not _op_info(aten.mm.default)[2]
+
+
+def test_the_zygotes_warm_up_serves_its_requests():
+    # In the zygote a failing warm-up is skipped silently (it only saves time): here it must not fail.
+    from attnkata.checker import child
+
+    child.exercise()
+
+
+@pytest.fixture
+def spares():
+    z = host.zygote()
+    z.keep_spare = True
+    yield z
+    z.keep_spare = False
+    z._drop_spare()
+    z.settle()
+
+
+def test_a_spare_process_serves_the_next_candidate_with_the_same_limits(tmp_path: Path, spares: host.Zygote):
+    path = tmp_path / "sol.py"
+    path.write_text(SOLUTION, encoding="utf-8")
+    limits = Limits(call_timeout=10, total_timeout=60)
+    x = torch.arange(3.0)
+    with Candidate(path, limits) as first:
+        assert torch.equal(first.call("double", (x,)).value, 2 * x)
+    assert spares.spare is not None  # started once the first was released
+    spare_token = spares.spare[1].token
+    with Candidate(path, limits, source=SOLUTION.replace("x * 2", "x * 3")) as second:
+        second.ensure_started()
+        assert second._spawn.token == spare_token and spares.spare is None
+        assert torch.equal(second.call("double", (x,)).value, 3 * x)  # its own source
+    assert spares.spare is not None and spares.spare[1].token != spare_token
+    other = Limits(call_timeout=5, total_timeout=30)
+    replaced = spares.spare[1].token
+    with Candidate(path, other) as third:
+        third.ensure_started()
+        assert third._spawn.token not in (spare_token, replaced)  # made for other limits: not used
+        assert torch.equal(third.call("double", (x,)).value, 2 * x)
+    assert replaced not in spares.dying  # its death was confirmed before the new one started
+
+
+def _graded(result) -> tuple:
+    return (result.status, [(t.id, t.status, t.message) for t in result.tests],
+            [(d.id, d.severity, d.title, [s.line for s in d.source]) for d in result.diagnostics])
+
+
+@pytest.mark.parametrize("file", ["reference/gqa.py", "tests/fixtures/mistakes/gqa/kv-repeat-instead-of-interleave.py"])
+def test_a_kept_session_grades_as_a_fresh_one(file: str):
+    from attnkata.checker import catalog, runner, session
+
+    kata = catalog.get_kata("gqa")
+    path = Path(__file__).resolve().parent.parent / file
+    fresh = runner.check(kata, path)
+    kept = runner.check(kata, path, keep_session=True)
+    made = session._kept[str(kata.grader_path)]
+    again = runner.check(kata, path, keep_session=True)
+    assert session._kept[str(kata.grader_path)] is made  # configured and collected once
+    assert _graded(fresh) == _graded(kept) == _graded(again)
+
+
+def test_a_cancelled_run_of_a_kept_session_is_not_reused():
+    import threading
+
+    from attnkata.checker import catalog, runner, session
+    from attnkata.checker.errors import CheckCancelled
+
+    kata = catalog.get_kata("sdpa")
+    path = Path(__file__).resolve().parent.parent / "reference" / "sdpa.py"
+    runner.check(kata, path, keep_session=True)
+    assert str(kata.grader_path) in session._kept
+    cancel = threading.Event()  # a save during the run's first test
+    with pytest.raises(CheckCancelled):
+        runner.check(kata, path, keep_session=True, cancel=cancel, progress=lambda test: cancel.set())
+    assert str(kata.grader_path) not in session._kept
+    assert runner.check(kata, path, keep_session=True).passed

@@ -121,6 +121,10 @@ class LocalCandidate:
         local = LocalModule(self, module)
         return local.to(dtype) if dtype is not None else local
 
+    def new_later(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
+                  dtype: Any = None) -> Ready:
+        return Ready(lambda: self.new(name, args, kwargs, dtype))  # type: ignore[arg-type,return-value]
+
 
 def failing_tests(kata: Kata, path: Path, variant: dict[str, Any], reference: Any, tests: list[str]) -> set[str] | None:
     """Which of `tests` (ids as in TestResult) the mutant fails; None when the grader could

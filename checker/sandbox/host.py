@@ -260,6 +260,13 @@ class Zygote:
         self.exits: dict[int, int] = {}
         # Candidates told to die whose death is not confirmed yet: token -> deadline (see release).
         self.dying: dict[int, float] = {}
+        # With keep_spare (a process that grades again and again: `kata watch`, batch workers),
+        # the next candidate's process is started while this one is graded, with the same
+        # limits: namespaces, scratch and privileges are set up before the file exists, and a
+        # re-check only sends its source. (limits, process), or None.
+        self.keep_spare = False
+        self.spare: tuple[dict[str, Any], Spawn] | None = None
+        self.limits: dict[str, Any] | None = None  # the last candidate's
 
     # -- state ----------------------------------------------------------------------------------
     @property
@@ -326,31 +333,53 @@ class Zygote:
 
     # -- candidates -------------------------------------------------------------------------------
     def spawn(self, source: str, name: str, limits: dict[str, Any]) -> Spawn:
+        """A confined process running the harness on `source` (saved as `name` in its scratch)."""
         from attnkata.checker import wire
 
         self.settle()  # the last candidate is gone before the next one starts
         self.wait_ready()
         self.cgroups.limit_memory(int(limits.get("memory_mb", 0)))
+        spare = self.spare
+        if spare is not None and (spare[0] != limits or not self._started(spare[1])):
+            self._drop_spare()  # made for other limits, or it did not start
+            self.settle()
+            spare = None
+        self.spare = None
+        started = spare[1] if spare is not None else self._start(limits)
+        if not self._started(started):
+            started.sock.close()
+            raise SandboxUnavailable(f"the sandbox could not start a process for {name}: {self.failed or 'no answer'}")
+        try:
+            wire.send(started.sock, {"name": name, "source": source})
+        except OSError:
+            pass  # it died meanwhile: the grader's read reports it
+        self.limits = limits
+        return started
+
+    def _start(self, limits: dict[str, Any]) -> Spawn:
+        """Ask for a confined process that waits for its source (answered later: _started)."""
         self.next_token += 1
         token = self.next_token
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd, log_path = tempfile.mkstemp(prefix="attnkata-child-", suffix=".log")
         try:
-            socket.send_fds(self.ctl, [json.dumps({"op": "spawn", "token": token}).encode()], [theirs.fileno(), fd])
+            message = json.dumps({"op": "spawn", "token": token, "limits": limits}).encode()
+            socket.send_fds(self.ctl, [message], [theirs.fileno(), fd])
         except OSError as exc:
             self.failed = f"the sandbox stopped answering ({exc})"
+            mine.close()
             raise SandboxUnavailable(self.failed) from None
         finally:
             theirs.close()
             os.close(fd)
-        wire.send(mine, {"name": name, "source": source, "limits": limits})
-        end = time.monotonic() + 30
-        while token not in self.spawned and self.failed is None and time.monotonic() < end:
-            self._pump(0.5)
-        if not self.spawned.get(token):
-            mine.close()
-            raise SandboxUnavailable(f"the sandbox could not start a process for {name}: {self.failed or 'no answer'}")
         return Spawn(token, mine, log_path)
+
+    def _started(self, spawn: Spawn, wait: float = 30.0) -> bool:
+        """The zygote reported `spawn`'s process as started (and it has not ended since)."""
+        end = time.monotonic() + wait
+        while spawn.token not in self.spawned and self.failed is None and time.monotonic() < end:
+            self._pump(0.5)
+        return bool(self.spawned.get(spawn.token)) and spawn.token not in self.exits
 
     def exit_status(self, token: int, wait: float = 0.0) -> int | None:
         end = time.monotonic() + wait
@@ -378,7 +407,16 @@ class Zygote:
         """Kill a candidate that is done with, without waiting for its death to be reported:
         the kill is sent now, the confirmation is awaited by settle(), before this zygote
         starts another candidate or is handed out again (host.zygote()) and at shutdown. That
-        wait was 19 ms of a profiled gqa check; the guarantee is kill()'s, only later."""
+        wait was 19 ms of a profiled gqa check; the guarantee is kill()'s, only later.
+        With keep_spare, the next candidate's process is started now (see spawn)."""
+        self._send_kill(token, wait)
+        if self.keep_spare and self.spare is None and self.limits is not None and self.alive():
+            # Started after the kill (the zygote reads its requests in order); it runs nothing
+            # of a candidate's until spawn() has seen every death confirmed (settle).
+            with contextlib.suppress(SandboxUnavailable):
+                self.spare = (self.limits, self._start(self.limits))
+
+    def _send_kill(self, token: int, wait: float) -> None:
         if token in self.exits:
             self.exits.pop(token)
             return
@@ -390,6 +428,14 @@ class Zygote:
             self.close()
             return
         self.dying[token] = time.monotonic() + wait
+
+    def _drop_spare(self) -> None:
+        if self.spare is not None:
+            spawn, self.spare = self.spare[1], None
+            spawn.sock.close()
+            self._send_kill(spawn.token, 2.0)
+            with contextlib.suppress(OSError):
+                os.unlink(spawn.log_path)
 
     def settle(self) -> None:
         """Wait for every released candidate's death; a zygote that cannot confirm one in time
@@ -411,6 +457,11 @@ class Zygote:
     def close(self) -> None:
         if self.owner != os.getpid():
             return  # a forked copy: the parent's zygote is the parent's to close
+        if self.spare is not None:  # its end of the channel closes: it leaves if still there
+            self.spare[1].sock.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.spare[1].log_path)
+            self.spare = None
         with contextlib.suppress(OSError):
             self.ctl.close()
         if self.proc.poll() is None:
@@ -442,9 +493,24 @@ def _namespaces_possible() -> str:
 def _new_zygote() -> Zygote:
     mode = requested_mode()
     if mode != "auto":
-        return Zygote(mode, note=f"forced by {ENV_MODE}={mode}" if mode == "subprocess" else "")
-    why = _fallback_note or _namespaces_possible()
-    return Zygote("subprocess", note=f"namespaces unavailable: {why}") if why else Zygote("namespaces")
+        z = Zygote(mode, note=f"forced by {ENV_MODE}={mode}" if mode == "subprocess" else "")
+    else:
+        why = _fallback_note or _namespaces_possible()
+        z = Zygote("subprocess", note=f"namespaces unavailable: {why}") if why else Zygote("namespaces")
+    z.keep_spare = _spares
+    return z
+
+
+_spares = False
+
+
+def keep_spares() -> None:
+    """This process grades again and again (`kata watch`, a batch worker): each candidate's
+    successor process is started as soon as it is released (Zygote.keep_spare)."""
+    global _spares
+    _spares = True
+    if _current is not None:
+        _current.keep_spare = True
 
 
 def zygote(start_only: bool = False) -> Zygote:
@@ -513,6 +579,7 @@ def shutdown() -> None:
     global _current
     if _current is not None:
         if _current.owner == os.getpid():
+            _current._drop_spare()
             _current.settle()
         _current.close()
         _current = None

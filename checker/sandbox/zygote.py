@@ -22,6 +22,7 @@ with P2's status; when P2 dies, its whole namespace dies with it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -58,6 +59,9 @@ def main() -> None:
     except BaseException as exc:  # noqa: BLE001 - any failure is reported, then we leave
         _send(ctl, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"})
         os._exit(1)
+    # What the zygote holds is never collected: a collection in a candidate would otherwise
+    # walk (and so copy) the zygote's whole heap, shared with it page by page since the fork.
+    gc.freeze()
     Zygote(ctl, config).serve()
 
 
@@ -183,12 +187,16 @@ def _preload(config: dict[str, Any]) -> None:
     import numpy.random  # noqa: F401  (the harness seeds it)
     import torch  # noqa: F401
 
-    from attnkata.checker import child  # noqa: F401  (imports wire, autograd)
+    from attnkata.checker import child  # (imports wire, autograd)
     for name in config["preimport"]:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - optional
             pass
+    try:
+        child.exercise()
+    except Exception:  # noqa: BLE001 - it only saves time
+        pass
     for code in config.get("warm", ()):  # host.WARM_UPS: fixed snippets of the host's, not candidate code
         try:
             exec(code, {"torch": torch})  # noqa: S102
@@ -292,20 +300,18 @@ class Zygote:
 
 # -- one candidate ------------------------------------------------------------------------------
 def _candidate_tree(chan: int, log: int, report: int, message: dict[str, Any], config: dict[str, Any]) -> None:
-    """P1: new namespaces and scratch, then fork P2 and mirror its end. Never returns."""
+    """P1: new namespaces and scratch, then fork P2 and mirror its end. Never returns.
+
+    Nothing here waits for the candidate's source: P2 receives it once it is confined, so the
+    host can start a process ahead of time (a spare, see host.py) and hand it a file later."""
     namespaces = config["mode"] == "namespaces"
     as_root = bool(config["drop_root"])
-    sock = socket.socket(fileno=chan)
-    from attnkata.checker import wire
-
-    first = wire.recv(sock, max_bytes=4 << 20)
-    name = os.path.basename(str(first["name"])) or "solution.py"
+    owner = (NS_ROOT_UID if namespaces else UNPRIVILEGED) if as_root else -1
     if namespaces:
         linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWIPC
                       | linux.CLONE_NEWNET | linux.CLONE_NEWUTS)
-        owner = NS_ROOT_UID if as_root else 0
         linux.mount("tmpfs", SCRATCH, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
-                    f"mode=700,size=64m,uid={owner},gid={owner}")
+                    f"mode=700,size=64m,uid={max(owner, 0)},gid={max(owner, 0)}")
         linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
         _rebind_tmp_libraries(_tmp_libraries(config))
         scratch = SCRATCH
@@ -314,19 +320,14 @@ def _candidate_tree(chan: int, log: int, report: int, message: dict[str, Any], c
 
         scratch = tempfile.mkdtemp(prefix="attnkata-scratch-")
         if as_root:
-            os.chown(scratch, UNPRIVILEGED, UNPRIVILEGED)
-    path = os.path.join(scratch, name)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(str(first["source"]))
-    if as_root:
-        os.chown(path, NS_ROOT_UID if namespaces else UNPRIVILEGED, NS_ROOT_UID if namespaces else UNPRIVILEGED)
+            os.chown(scratch, owner, owner)
     p2 = os.fork()
     if p2 == 0:
         try:
-            _candidate(sock, log, path, first["limits"], namespaces, as_root)
+            _candidate(socket.socket(fileno=chan), log, scratch, message["limits"], namespaces, as_root)
         finally:
             os._exit(_SPAWN_FAILED)
-    sock.close()
+    os.close(chan)
     os.close(log)
     os.write(report, struct.pack("<i", p2))
     os.close(report)
@@ -353,9 +354,10 @@ def _mirror(status: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
-def _candidate(sock: socket.socket, log: int, path: str, limits: dict[str, Any], namespaces: bool,
+def _candidate(sock: socket.socket, log: int, scratch: str, limits: dict[str, Any], namespaces: bool,
                as_root: bool) -> None:
-    """P2: limits, privileges, descriptors; then the harness serves the grader."""
+    """P2: limits, privileges, descriptors; then the candidate's file, and the harness serves
+    the grader."""
     linux.die_with_parent()
     if namespaces:
         linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
@@ -385,11 +387,19 @@ def _candidate(sock: socket.socket, log: int, path: str, limits: dict[str, Any],
     if namespaces:
         linux.drop_capabilities()
     linux.no_new_privs()
-    os.chdir(os.path.dirname(path))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
-    from attnkata.checker import child
+    from attnkata.checker import child, wire
 
+    # Confined from here on: the file is written with the candidate's own rights, into its scratch.
+    try:
+        first = wire.recv(sock, max_bytes=4 << 20)
+    except wire.WireError:
+        os._exit(0)  # a spare the grader never used
+    path = os.path.join(scratch, os.path.basename(str(first["name"])) or "solution.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(str(first["source"]))
+    os.chdir(scratch)
     child.run(sock, path)
 
 

@@ -266,7 +266,9 @@ def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, 
     torch.set_num_threads(1)
     from attnkata.checker.proxy import Limits
     from attnkata.checker.runner import check
+    from attnkata.checker.sandbox import host
 
+    host.keep_spares()  # one file after another: the next one's process starts while this one is graded
     call_timeout, total_timeout, memory_mb = limits
     lim = Limits(call_timeout=call_timeout, total_timeout=total_timeout, memory_mb=memory_mb)
     while True:

@@ -93,6 +93,9 @@ class _ReferenceCandidate(Candidate):
         return self._request(req, "running the reference")
 
     def _request(self, req: dict[str, Any], doing: str) -> dict[str, Any]:
+        if req["op"] != "load_state" and req.get("state") is not None:  # carried (RemoteModule.load_state):
+            state = {"op": "load_state", "handle": req["handle"], "state": req.pop("state")}
+            self._request(state, doing)  # recorded as the step of their own they are
         recorded = _copy(req)
         reply = serve(self.server, _copy(req))
         self.log.append((self.current, recorded, reply))

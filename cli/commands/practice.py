@@ -154,18 +154,19 @@ def _resolve_file(k: catalog.Kata, file: Path | None) -> Path:
 
 
 def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record: bool = True,  # noqa: ANN201
-          *, spinner: bool = False, cancel: threading.Event | None = None):
+          *, spinner: bool = False, cancel: threading.Event | None = None, again: bool = False):
     """Grade through the checker; on a terminal (`spinner`) show the current test and the time
     used against the limit while it runs."""
     from attnkata.checker import api
 
     if not spinner:
-        return api.grade(k, path, timeout=timeout, lang=lang, record=record, cancel=cancel)
+        return api.grade(k, path, timeout=timeout, lang=lang, record=record, cancel=cancel, again=again)
     from attnkata.cli.progress import CheckProgress
 
     limits = api.limits_for(timeout, k)
     with CheckProgress(err, limits.call_timeout, limits.total_timeout, lang) as progress:
-        return api.grade(k, path, timeout=timeout, lang=lang, record=record, cancel=cancel, progress=progress.update)
+        return api.grade(k, path, timeout=timeout, lang=lang, record=record, cancel=cancel,
+                         progress=progress.update, again=again)
 
 
 def check(
@@ -211,7 +212,7 @@ def watch(
             watcher.changed.clear()
             try:
                 result = grade(k, path, timeout, lang, spinner=not json_out and err.is_terminal,
-                               cancel=watcher.changed)
+                               cancel=watcher.changed, again=True)
             except CheckCancelled:
                 continue  # saved again during the check: start over on the new version
             if json_out:
