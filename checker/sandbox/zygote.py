@@ -12,11 +12,15 @@ its configuration from the control socket, then:
   private /tmp and /dev, the harness at /sandbox/lib), pivots into it and detaches the old one.
 - `subprocess`: the portable fallback; the same process tree without namespaces.
 
+Before it serves, the zygote runs the harness once on its own small attention layer and
+freezes its heap (see child.exercise), so that each fork starts with those code paths warm.
+
 Per candidate, a first child P1 enters new mount, pid, ipc, net and uts namespaces, mounts a
-fresh tmpfs at /scratch and /tmp, writes the candidate's file into /scratch and forks P2, pid 1
-of that namespace, which applies the limits, drops every capability (and, when the grader is
-root, changes to an unprivileged uid) and serves the grader on its socket. P1 waits and exits
-with P2's status; when P2 dies, its whole namespace dies with it.
+fresh tmpfs at /scratch and /tmp and forks P2, pid 1 of that namespace, which applies the
+limits, drops every capability (and, when the grader is root, changes to an unprivileged uid),
+then receives the candidate's source on its socket, writes it into /scratch and serves the
+grader. P1 waits and exits with P2's status; when P2 dies, its whole namespace dies with it.
+Nothing before the source depends on it, so the host may start a process ahead (a spare).
 """
 
 from __future__ import annotations

@@ -234,8 +234,9 @@ def grade_one(check: Callable[..., Any], kata_id: str, path: Path, lim: Any, lan
     """Grade one file in this (worker) process: a reply for `on_reply`, never an exception."""
     t0 = time.perf_counter()
     try:
+        # A worker grades file after file: each kata's pytest session is built once (session.py).
         result = check(load_set_kata(kata_id), path, limits=lim, lang=lang, policy=policy[0],
-                       allow_imports=policy[1])
+                       allow_imports=policy[1], keep_session=True)
         reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
     except KataDefinitionError as exc:
         reply = {"ok": False, "kind": "grader-broken", "message": exc.message}
