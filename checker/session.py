@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +35,7 @@ class Watcher:
     """Reports each test as it starts (the terminal's spinner) and ends the pytest session
     when the check is cancelled (pytest stops on a KeyboardInterrupt)."""
 
-    def __init__(self, progress: Callable[[str], None] | None = None, cancel: Any = None) -> None:
+    def __init__(self, progress: Callable[[str], None] | None = None, cancel: threading.Event | None = None) -> None:
         self.progress = progress
         self.cancel = cancel
 
@@ -68,7 +69,7 @@ class KeptSession:
         self.usable = not (self.collector.collect_errors or self.session.testsfailed) and bool(self.session.items)
 
     def run(self, candidate: Any, lang: str, progress: Callable[[str], None] | None,
-            cancel: Any) -> tuple[pytest.ExitCode, plugin.Collector]:
+            cancel: threading.Event | None) -> tuple[pytest.ExitCode, plugin.Collector]:
         self.collector.reset(candidate, lang)
         self.watcher.progress, self.watcher.cancel = progress, cancel
         session = self.session
@@ -89,7 +90,7 @@ _unavailable = False
 
 
 def run_kept(key: str, args: list[str], candidate: Any, lang: str, progress: Callable[[str], None] | None,
-             cancel: Any) -> tuple[pytest.ExitCode, plugin.Collector] | None:
+             cancel: threading.Event | None) -> tuple[pytest.ExitCode, plugin.Collector] | None:
     """Grade `candidate` with the kept session of `key` (made from `args` when missing); None
     when no session can be kept (the caller runs `pytest.main`). A cancelled or interrupted
     run propagates, and its session is dropped."""
