@@ -58,8 +58,8 @@ class KeptSession:
         # `args` leave pytest's terminal plugin out (runner.pytest_args): nobody reads its
         # report, and its writer would keep the first check's redirected stdout for good.
         self.config = _prepareconfig(args, plugins=[plugin, self.collector, self.watcher])
-        self.config._do_configure()
         try:
+            self.config._do_configure()
             self.session = Session.from_config(self.config)
             self.config.hook.pytest_sessionstart(session=self.session)
             self.config.hook.pytest_collection(session=self.session)

@@ -203,14 +203,14 @@ def test_a_spare_process_serves_the_next_candidate_with_the_same_limits(tmp_path
     with Candidate(path, limits) as first:
         assert torch.equal(first.call("double", (x,)).value, 2 * x)
     assert spares.spare is not None  # started once the first was released
-    spare_token = spares.spare[1].token
+    spare_token = spares.spare.token
     with Candidate(path, limits, source=SOLUTION.replace("x * 2", "x * 3")) as second:
         second.ensure_started()
         assert second._spawn.token == spare_token and spares.spare is None
         assert torch.equal(second.call("double", (x,)).value, 3 * x)  # its own source
-    assert spares.spare is not None and spares.spare[1].token != spare_token
+    assert spares.spare is not None and spares.spare.token != spare_token
     other = Limits(call_timeout=5, total_timeout=30)
-    replaced = spares.spare[1].token
+    replaced = spares.spare.token
     with Candidate(path, other) as third:
         third.ensure_started()
         assert third._spawn.token not in (spare_token, replaced)  # made for other limits: not used

@@ -58,6 +58,7 @@ class Spawn:
     token: int
     sock: socket.socket
     log_path: str
+    limits: dict[str, Any]
 
 
 @dataclass
@@ -263,9 +264,9 @@ class Zygote:
         # With keep_spare (a process that grades again and again: `kata watch`, batch workers),
         # the next candidate's process is started while this one is graded, with the same
         # limits: namespaces, scratch and privileges are set up before the file exists, and a
-        # re-check only sends its source. (limits, process), or None.
+        # re-check only sends its source.
         self.keep_spare = False
-        self.spare: tuple[dict[str, Any], Spawn] | None = None
+        self.spare: Spawn | None = None
         self.limits: dict[str, Any] | None = None  # the last candidate's
 
     # -- state ----------------------------------------------------------------------------------
@@ -339,13 +340,10 @@ class Zygote:
         self.settle()  # the last candidate is gone before the next one starts
         self.wait_ready()
         self.cgroups.limit_memory(int(limits.get("memory_mb", 0)))
-        spare = self.spare
-        if spare is not None and (spare[0] != limits or not self._started(spare[1])):
+        if self.spare is not None and (self.spare.limits != limits or not self._started(self.spare)):
             self._drop_spare()  # made for other limits, or it did not start
             self.settle()
-            spare = None
-        self.spare = None
-        started = spare[1] if spare is not None else self._start(limits)
+        started, self.spare = self.spare or self._start(limits), None
         if not self._started(started):
             started.sock.close()
             raise SandboxUnavailable(f"the sandbox could not start a process for {name}: {self.failed or 'no answer'}")
@@ -372,7 +370,7 @@ class Zygote:
         finally:
             theirs.close()
             os.close(fd)
-        return Spawn(token, mine, log_path)
+        return Spawn(token, mine, log_path, limits)
 
     def _started(self, spawn: Spawn, wait: float = 30.0) -> bool:
         """The zygote reported `spawn`'s process as started (and it has not ended since)."""
@@ -414,7 +412,7 @@ class Zygote:
             # Started after the kill (the zygote reads its requests in order); it runs nothing
             # of a candidate's until spawn() has seen every death confirmed (settle).
             with contextlib.suppress(SandboxUnavailable):
-                self.spare = (self.limits, self._start(self.limits))
+                self.spare = self._start(self.limits)
 
     def _send_kill(self, token: int, wait: float) -> None:
         if token in self.exits:
@@ -430,8 +428,9 @@ class Zygote:
         self.dying[token] = time.monotonic() + wait
 
     def _drop_spare(self) -> None:
+        """Its end of the channel closes (it leaves if still there) and it is killed."""
         if self.spare is not None:
-            spawn, self.spare = self.spare[1], None
+            spawn, self.spare = self.spare, None
             spawn.sock.close()
             self._send_kill(spawn.token, 2.0)
             with contextlib.suppress(OSError):
@@ -457,11 +456,7 @@ class Zygote:
     def close(self) -> None:
         if self.owner != os.getpid():
             return  # a forked copy: the parent's zygote is the parent's to close
-        if self.spare is not None:  # its end of the channel closes: it leaves if still there
-            self.spare[1].sock.close()
-            with contextlib.suppress(OSError):
-                os.unlink(self.spare[1].log_path)
-            self.spare = None
+        self._drop_spare()
         with contextlib.suppress(OSError):
             self.ctl.close()
         if self.proc.poll() is None:

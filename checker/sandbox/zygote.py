@@ -310,12 +310,12 @@ def _candidate_tree(chan: int, log: int, report: int, message: dict[str, Any], c
     host can start a process ahead of time (a spare, see host.py) and hand it a file later."""
     namespaces = config["mode"] == "namespaces"
     as_root = bool(config["drop_root"])
-    owner = (NS_ROOT_UID if namespaces else UNPRIVILEGED) if as_root else -1
     if namespaces:
         linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWIPC
                       | linux.CLONE_NEWNET | linux.CLONE_NEWUTS)
+        owner = NS_ROOT_UID if as_root else 0
         linux.mount("tmpfs", SCRATCH, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
-                    f"mode=700,size=64m,uid={max(owner, 0)},gid={max(owner, 0)}")
+                    f"mode=700,size=64m,uid={owner},gid={owner}")
         linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
         _rebind_tmp_libraries(_tmp_libraries(config))
         scratch = SCRATCH
@@ -324,7 +324,7 @@ def _candidate_tree(chan: int, log: int, report: int, message: dict[str, Any], c
 
         scratch = tempfile.mkdtemp(prefix="attnkata-scratch-")
         if as_root:
-            os.chown(scratch, owner, owner)
+            os.chown(scratch, UNPRIVILEGED, UNPRIVILEGED)
     p2 = os.fork()
     if p2 == 0:
         try:
