@@ -22,7 +22,7 @@ import torch
 
 from attnkata.checker.catalog import Kata
 from attnkata.checker.diagnose import catalogue as cat
-from attnkata.checker.diagnose import pairs, replay
+from attnkata.checker.diagnose import pairs, peel, replay
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
 from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_dtype
 from attnkata.checker.diagnose.crashes import classify
@@ -46,6 +46,8 @@ PROBE_CALL_TIMEOUT = 2.0
 PROBE_TIME_BUDGET = 1.2
 # Searching pairs of mistakes runs combined variants locally; it stops after this long.
 PAIR_TIME_BUDGET = 0.6
+# Peeling two or three mistakes off one at a time (combined variants run locally).
+PEEL_TIME_BUDGET = 1.0
 
 
 def _t(lang: str, en: str, zh: str) -> str:
@@ -262,12 +264,52 @@ class Engine:
                                                        "与 {other} 一起，它在每个探测输入上都被完全复现")):
                 f.variant = dict(both)[f.id]
             return
+        if self._peel(kept, cand, refs, picked, applicable):
+            return
         for mid, (vi, share, shown) in verdict.partial.items():
             # Reproduced wherever it shows, but the rest of the deviation is something else:
             # worth saying, not certain enough to be the verdict.
             f = self._add_matched({mid: shown}, 1, {mid: muts[mid][vi]} if vi != FAMILY else {},
                                   shares={mid: share}, partial=True)[0]
             f.severity, f.variant = "informative", vi
+
+    def _peel(self, kept: list[int], cand: list[Observed], refs: list[Observed],
+              picked: dict[str, list[list[Observed]]], applicable: dict[str, Any]) -> bool:
+        """Two or three mistakes, or mistakes beside a quirk no mutant has: take them off one
+        at a time (`peel.py`). Each names the probes it explains; it is essential only where
+        it reproduces every element it changes."""
+        assert self.spec is not None
+        probes = [self.spec.probes[i] for i in kept]
+        found = peel.peel(self.kata.id, probes, kept, cand, refs, picked,
+                          {mid: self.spec.mutants[mid] for mid in applicable}, self.spec.subject, PEEL_TIME_BUDGET)
+        if found is None or not any(s.certain for s in found.steps):
+            return False
+        by_name = {p.name: p for p in probes}
+        muts = _local_observations(self.kata.id)[1]
+        for step in found.steps:
+            names = ", ".join(f"'{n}'" for n in step.probes[:3])
+            names_zh = "、".join(f"“{self.pname(by_name[n])}”" for n in step.probes[:3])
+            f = self.findings.add(step.mid, 3 if step.certain else 1, self.t(
+                f"explains the probe(s) {names}: with this mistake the known-wrong variant reproduces your output there",
+                f"解释了探测输入 {names_zh}：加上这个错误后，已知错误写法在那里复现了你的输出"),
+                probe=by_name.get(step.probes[0]) if step.probes else None)
+            f.variant = step.variant
+            f.data["share"] = round(step.share, 3)
+            f.data["explains_probes"] = list(step.probes)
+            if not step.certain:
+                f.severity = "informative"
+                if step.alike:
+                    f.evidence.append(self.t(f"the probes cannot tell it apart from: {', '.join(step.alike)}",
+                                             f"探测输入无法把它与以下错误区分：{', '.join(step.alike)}"))
+            self._explain_errors(f, muts[step.mid][step.variant], 3 if step.certain else 1)
+        if found.unexplained:
+            shown = ", ".join(f"'{n}'" for n in found.unexplained[:3])
+            shown_zh = "、".join(f"“{self.pname(by_name[n])}”" for n in found.unexplained[:3])
+            for step in found.steps[:1]:
+                self.findings[step.mid].evidence.append(self.t(
+                    f"something else is wrong as well: no catalogued mistake explains the probe(s) {shown}",
+                    f"另外还有别的问题：没有已知错误能解释探测输入 {shown_zh}"))
+        return True
 
     def count_explained(self) -> None:
         """How many of the failing tests each finding explains, in its evidence and in
@@ -441,23 +483,25 @@ class Engine:
                 f.evidence.append(together.format(other=other))
             if shares is not None:
                 f.data["share"] = round(shares.get(mid, 0.0), 3)
-            # Errors the mutant raises too are part of this mistake: the runner's generic
-            # "your code raised ..." for them is explained, and its lines are the mistake's.
-            if outs is None:
-                continue
-            errors = {_norm(c.error[1]) for i, c in enumerate(self.cand_obs)
-                      if c.error is not None and outs[i].error is not None}
-            for i, d in enumerate(self.result.diagnostics):
-                if d.id == "exception" and any(e and e in _norm(d.explanation) for e in errors):
-                    self.explained_runner.add(i)
-                    self.findings.add(mid, strength, self.t(f"the tests raised: {d.explanation}",
-                                                            f"测试中抛出了异常：{d.explanation}"), source=list(d.source))
-            for c in self.cand_obs:
-                if c.error is not None and _norm(c.error[1]) in errors:
-                    for ref in _frame_refs(c, self.src):
-                        if all(r.line != ref.line for r in f.source):
-                            f.source.append(ref)
+            if outs is not None:
+                self._explain_errors(f, outs, strength)
         return added
+
+    def _explain_errors(self, f: Finding, outs: list[Observed], strength: int) -> None:
+        """Errors the mutant raises too are part of this mistake: the runner's generic "your
+        code raised ..." for them is explained, and its lines are the mistake's."""
+        errors = {_norm(c.error[1]) for i, c in enumerate(self.cand_obs)
+                  if c.error is not None and i < len(outs) and outs[i].error is not None}
+        for i, d in enumerate(self.result.diagnostics):
+            if d.id == "exception" and any(e and e in _norm(d.explanation) for e in errors):
+                self.explained_runner.add(i)
+                self.findings.add(f.id, strength, self.t(f"the tests raised: {d.explanation}",
+                                                         f"测试中抛出了异常：{d.explanation}"), source=list(d.source))
+        for c in self.cand_obs:
+            if c.error is not None and _norm(c.error[1]) in errors:
+                for ref in _frame_refs(c, self.src):
+                    if all(r.line != ref.line for r in f.source):
+                        f.source.append(ref)
 
     def from_trace(self) -> None:
         """Built-in checks on what the child observed: dtype, in-place writes, banned ops,
