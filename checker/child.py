@@ -220,6 +220,46 @@ def _install_tripwires() -> None:
         setattr(torch.ops.aten, name, _tripwire(f"torch.ops.aten.{name}"))
 
 
+# Every aten op whose name says it is a fused attention kernel (public, private, forward and
+# backward; what CUDA and MPS builds add is covered by the same names).
+_FUSED_OP_NAMES = ("scaled_dot_product", "multi_head_attention", "flash_attention", "efficient_attention",
+                   "cudnn_attention", "fused_sdp", "transformer_encoder_layer")
+_FUSED_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
+               "CPU", "CUDA", "MPS", "Meta")
+_fused_library: Any = None  # the registrations live as long as this object
+
+
+def disable_fused_attention() -> list[str]:
+    """Make the fused attention kernels unavailable at torch's dispatcher, in this process and
+    every process forked from it: each kernel of those ops is replaced by one that raises
+    BannedCall. Unlike the recorders (which candidate code runs beside and could pop), this
+    is in the dispatcher's own tables; undoing it takes torch.library or torch._C, which the
+    static policy names. The composite `aten::scaled_dot_product_attention` is refused
+    before it decomposes, so it is named as itself. Returns the ops made unavailable."""
+    global _fused_library
+    import warnings as _warnings
+
+    lib = torch.library.Library("aten", "IMPL")  # noqa: TOR901 - overriding aten kernels is the point
+    names = []
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+        for full in torch._C._dispatch_get_all_op_names():
+            if not full.startswith("aten::") or not any(p in full for p in _FUSED_OP_NAMES):
+                continue
+            for key in _FUSED_KEYS:
+                if torch._C._dispatch_has_kernel_for_dispatch_key(full, key):
+                    lib.impl(full.removeprefix("aten::"), functools.partial(_refuse, full), key)
+                    names.append(full)
+    _fused_library = lib
+    # nn.MultiheadAttention's general path is Python, not a kernel: it calls this by name.
+    torch.nn.functional.multi_head_attention_forward = _tripwire("torch.nn.functional.multi_head_attention_forward")
+    return sorted(set(names))
+
+
+def _refuse(op: str, *args: Any, **kwargs: Any) -> Any:
+    raise BannedCall(op)
+
+
 def _hide_trainer() -> _BlockTrainer:
     for name in [m for m in sys.modules if m == "attnkata" or m.startswith("attnkata.")]:
         if not name.startswith("attnkata.checker"):
@@ -257,21 +297,25 @@ class Server:
         return {
             "ok": False,
             "kind": kind,
-            "type": type(exc).__name__,
+            "type": type(exc).__name__[:100],  # clipped here too: a class name can be megabytes
             "message": message[:2000],
             "frames": frames,
         }
 
     # -- requests --------------------------------------------------------------
-    def load(self) -> dict[str, Any]:
+    def load(self, source: str) -> dict[str, Any]:
+        """Run the candidate's module from `source`, the very text the grader checked:
+        compiled from a str, so an encoding declaration cannot make Python read other code
+        than the policy saw (importing the file would decode it by its `coding:` line)."""
         spec = importlib.util.spec_from_file_location(_CANDIDATE_MODULE, self.path)
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[_CANDIDATE_MODULE] = module
         sys.path.insert(0, str(self.path.parent))
         state = _TraceState({})
+        code = compile(source, str(self.path), "exec", dont_inherit=True)
         with _FunctionRecorder(state):
-            spec.loader.exec_module(module)
+            exec(code, module.__dict__)  # noqa: S102 - the sandboxed candidate's own module
         self.module = module
         names = {}
         for name, value in vars(module).items():
@@ -455,8 +499,9 @@ def exercise() -> None:
                 wire.roundtrip(server.call(wire.roundtrip(req)))
 
 
-def run(sock: socket.socket, path: str) -> None:
-    """Load the candidate's file and serve the grader until it hangs up. Never returns."""
+def run(sock: socket.socket, path: str, source: str) -> None:
+    """Load the candidate's `source` (saved at `path`) and serve the grader until it hangs
+    up. Never returns."""
     code = 0
     try:
         # One thread: small tensors, no OpenMP pool to spin up, no oversubscription.
@@ -468,7 +513,7 @@ def run(sock: socket.socket, path: str) -> None:
         _install_tripwires()
         server.blocker = _hide_trainer()
         try:
-            reply = server.load()
+            reply = server.load(source)
         except BaseException as exc:  # noqa: BLE001
             reply = server._error(exc)
             reply["phase"] = "load"

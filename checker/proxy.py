@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnkata.checker import wire
+from attnkata.checker import replies, wire
 from attnkata.checker.compare import unchanged
 from attnkata.checker.errors import CheckCancelled
 from attnkata.checker.messages import Phrase, phrase
@@ -259,6 +259,7 @@ class Candidate:
         self._zygote: Any = None
         self._spawn: Any = None
         self._log_path: str | None = None
+        self._op = "load"  # the kind of the request in flight: its reply is checked for it
         self.load_error: CandidateFailure | None = None
         # Set from another thread (a save during `kata watch`): the current call is abandoned,
         # the candidate killed and CheckCancelled raised.
@@ -279,6 +280,7 @@ class Candidate:
         self.isolation = self._zygote.isolation
         self._spawn = self._zygote.spawn(self.source, self.path.name, self.limits.for_sandbox())
         self._log_path = self._spawn.log_path
+        self._op = "load"
         try:
             reply = self._receive(self.limits.call_timeout, phrase("doing_load"))
         except CandidateFailure as exc:
@@ -398,6 +400,7 @@ class Candidate:
         remaining = self.limits.total_timeout - self.used
         if remaining <= 0:
             raise CandidateTimeout(phrase("fail_not_run", limit=self.limits.total_timeout))
+        self._op = str(req["op"])
         try:
             wire.send(self._spawn.sock, req)
         except OSError:
@@ -453,10 +456,11 @@ class Candidate:
             self._kill()
             raise CandidateCrashed(phrase("fail_unreadable", doing=doing, detail=str(exc)[:200])) from None
         self.used += time.monotonic() - t0
-        if not isinstance(reply, dict) or "ok" not in reply:
+        try:
+            return replies.clean(reply, self._op)
+        except replies.BadReply as exc:
             self._kill()
-            raise CandidateCrashed(phrase("fail_unexpected", doing=doing))
-        return reply
+            raise CandidateCrashed(phrase("fail_unreadable", doing=doing, detail=str(exc))) from None
 
     def _crashed(self, doing: Phrase) -> CandidateCrashed:
         spawn = self._spawn

@@ -6,6 +6,8 @@ large or too deeply nested is a verdict, never a crash of the grading process.)"
 from __future__ import annotations
 
 import ast
+import codecs
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,10 @@ from attnkata.checker.models import ERROR, FAIL, Diagnostic, SourceRef
 MAX_SOURCE_BYTES = 1 << 20  # 1 MiB
 MAX_AST_DEPTH = 200  # real solutions stay under 20
 # Diagnostics after which the file is not run.
-STOPPING_IDS = ("syntax-error", "missing-entry-point", "source-too-complex", "source-too-large")
+STOPPING_IDS = ("syntax-error", "missing-entry-point", "source-too-complex", "source-too-large",
+                "source-encoding")
+# PEP 263's encoding declaration, on line 1 or 2.
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 # SyntaxErrors that are the parser's own limits, not a typo.
 _LIMIT_MESSAGES = ("too many nested parentheses", "too many levels of indentation",
                    "too many statically nested blocks", "too many nested blocks")
@@ -92,9 +97,30 @@ def read_source(path: Path, lang: str) -> tuple[str, list[Diagnostic]]:
     if size > MAX_SOURCE_BYTES:
         return "", [too_large(size, lang)]
     try:
-        return path.read_text(encoding="utf-8-sig"), []
+        source = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise UsageError(f"{path} is not UTF-8 text") from None
+    declared = foreign_encoding(source)
+    if declared is not None:
+        return "", [Diagnostic(id="source-encoding", severity="essential", title=msg("encoding_title", lang),
+                               explanation=msg("encoding", lang, line=declared[0], name=declared[1]))]
+    return source, []
+
+
+def foreign_encoding(source: str) -> tuple[int, str] | None:
+    """(line, name) of an encoding declaration other than UTF-8. Graders read the file as UTF-8
+    and the sandbox compiles that same text; Python's importer would decode by the
+    declaration instead (under utf-7, a comment can hide code), so such a file is not run."""
+    for number, line in enumerate(source.splitlines()[:2], start=1):
+        m = _CODING.match(line)
+        if m is None:
+            continue
+        try:
+            canonical = codecs.lookup(m.group(1)).name
+        except LookupError:
+            canonical = m.group(1)
+        return None if canonical == "utf-8" else (number, m.group(1)[:40])
+    return None
 
 
 def stop_status(diags: list[Diagnostic]) -> str | None:
@@ -205,7 +231,7 @@ def check_source(kata: Kata, source: str, lang: str, *, policy: str = "warn",
                 explanation=msg("signature", lang, expected=want.render(), found=have.render()),
                 source=[SourceRef(line=have.line, text=source.splitlines()[have.line - 1].strip())],
             ))
-    findings = policy_rules.scan(tree, allow_imports)
+    findings = policy_rules.scan(tree, allow_imports, review=True)
     out += policy_rules.diagnostics(findings, source.splitlines(), lang, mode=policy, kata_id=kata.id)
     return out
 

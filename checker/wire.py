@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import struct
 import time
@@ -128,18 +129,35 @@ def _to_json(value: Any, buffers: list[bytes], depth: int) -> Any:
 
 
 # -- decoding ---------------------------------------------------------------------------------
+# The JSON header only describes a value (tensors travel as raw buffers): the graders' largest
+# is a few KiB. Both bounds are checked on the raw bytes before anything is built, so a
+# nesting or list bomb under the frame cap (json.loads of 200 MB of `[[],[],...` takes 30 s
+# and 3 GB) is refused in microseconds: every container or item needs a `[`, `{` or `,`.
+MAX_HEADER_BYTES = 1 << 20
+MAX_HEADER_ITEMS = 50_000
+
+
 def decode(body: bytes) -> Any:
-    """The value of a frame's body (without its length prefix). Raises WireError."""
+    """The value of a frame's body (without its length prefix). Raises WireError, and only
+    WireError: whatever the bytes are, decoding them is the sender's failure, never ours."""
     if len(body) < _HDR.size:
         raise WireError("frame too short")
     (n,) = _HDR.unpack_from(body)
     if _HDR.size + n > len(body):
         raise WireError("header longer than the frame")
+    if n > MAX_HEADER_BYTES:
+        raise WireError(f"a header of {n} bytes (limit {MAX_HEADER_BYTES}): values must travel as tensors")
+    header = body[_HDR.size:_HDR.size + n]
+    items = header.count(b"[") + header.count(b"{") + header.count(b",")
+    if items > MAX_HEADER_ITEMS:
+        raise WireError(f"a value of more than {MAX_HEADER_ITEMS} items outside tensors")
     try:
-        tree = json.loads(body[_HDR.size:_HDR.size + n])
-    except (ValueError, RecursionError) as exc:
-        raise WireError(f"unreadable header: {exc}") from None
-    return _Decoder(memoryview(body)[_HDR.size + n:]).value(tree, 0)
+        tree = json.loads(header)
+        return _Decoder(memoryview(body)[_HDR.size + n:]).value(tree, 0)
+    except WireError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - malformed in some way nobody foresaw: still data
+        raise WireError(f"unreadable value: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 class _Decoder:
@@ -182,7 +200,7 @@ class _Decoder:
         if "$dtype" in node:
             return _torch_dtype(node["$dtype"])
         if "$device" in node:
-            return torch.device(str(node["$device"]))
+            return torch.device(_device_name(node["$device"]))
         if "$opaque" in node:
             return Opaque(str(node["$opaque"])[:200], str(node.get("text", ""))[:500])
         raise WireError("unknown node")
@@ -190,7 +208,7 @@ class _Decoder:
     def tensor(self, node: dict[str, Any]) -> torch.Tensor:
         dtype = _torch_dtype(node.get("dtype"))
         shape = _shape(node.get("shape"))
-        device = str(node.get("device", "cpu"))
+        device = _device_name(node.get("device", "cpu"))
         if node["$t"] == -1:
             return torch.empty(shape, dtype=dtype, device="meta")
         numel = math.prod(shape)
@@ -200,7 +218,7 @@ class _Decoder:
         if device != "cpu":
             try:
                 t = t.to(device)
-            except (RuntimeError, AssertionError, ValueError):
+            except Exception:  # noqa: BLE001 - no such device here (any backend's own error)
                 pass  # keep it on the CPU: the receiver's checks will say the device is wrong
         return t
 
@@ -227,6 +245,19 @@ def _torch_dtype(name: Any) -> torch.dtype:
     if dtype is None:
         raise WireError(f"dtype {name!r} not allowed")
     return dtype
+
+
+_DEVICE = re.compile(r"(?:cpu|meta|cuda|mps)(?::\d{1,3})?")
+
+
+def _device_name(value: Any) -> str:
+    """A device the receiver can name: cpu, cuda[:n] or meta. Anything else ("hpu",
+    "privateuseone", text) is refused here rather than handed to torch, whose backends
+    raise errors of their own kinds for names they do not know."""
+    name = value if isinstance(value, str) else ""
+    if not _DEVICE.fullmatch(name):
+        raise WireError(f"device {str(value)[:40]!r} not allowed")
+    return name
 
 
 def _shape(value: Any) -> tuple[int, ...]:

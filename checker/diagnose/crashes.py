@@ -34,6 +34,8 @@ def _kv_width(m: re.Match[str], params: dict[str, Any]) -> bool:
     return None not in (H, Hkv, d) and H * d in nums and Hkv * d in nums and H != Hkv
 
 
+MESSAGE_CHARS = 2000
+
 SIGNATURES: tuple[Signature, ...] = (
     Signature(re.compile(r"view size is not compatible with input tensor's size and stride"), "missing-contiguous"),
     Signature(re.compile(r"The use of `x\.T` on tensors of dimension other than 2"), "transpose-2d-on-batched"),
@@ -42,13 +44,16 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(re.compile(r"a leaf Variable that requires grad is being used in an in-place operation"), "input-mutated"),
     Signature(re.compile(r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) "
                          r"at non-singleton dimension 1"), "kv-heads-not-expanded", ("gqa",), _heads),
-    Signature(re.compile(r"(?:shape|size)[^\n]*\((\d+)[^\n]*\)[^\n]*(\d+)"), "kv-projection-wrong-size",
-              ("gqa", "mqa"), _kv_width),
+    # One greedy run to the end of the line: linear in the message (a pattern with several
+    # unbounded runs backtracks cubically on a long hostile message); _kv_width reads its numbers.
+    Signature(re.compile(r"(?:shape|size)[^\n]*"), "kv-projection-wrong-size", ("gqa", "mqa"), _kv_width),
 )
 
 
 def classify(message: str, kata: str, params: dict[str, Any]) -> str | None:
-    """The mistake id a crash or warning message reveals, or None."""
+    """The mistake id a crash or warning message reveals, or None. Only the message's first
+    MESSAGE_CHARS are read: every signature is found there, and a hostile message is clipped."""
+    message = message[:MESSAGE_CHARS]
     for sig in SIGNATURES:
         if sig.katas is not None and kata not in sig.katas:
             continue

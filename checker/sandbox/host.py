@@ -335,6 +335,8 @@ class Zygote:
     # -- candidates -------------------------------------------------------------------------------
     def spawn(self, source: str, name: str, limits: dict[str, Any]) -> Spawn:
         """A confined process running the harness on `source` (saved as `name` in its scratch)."""
+        import numpy as np
+
         from attnkata.checker import wire
 
         self.settle()  # the last candidate is gone before the next one starts
@@ -348,7 +350,9 @@ class Zygote:
             started.sock.close()
             raise SandboxUnavailable(f"the sandbox could not start a process for {name}: {self.failed or 'no answer'}")
         try:
-            wire.send(started.sock, {"name": name, "source": source})
+            # Raw UTF-8 bytes, not a JSON string (where a control character takes 6 bytes): the
+            # frame never grows past the source limit plus its header (zygote.SOURCE_FRAME_BYTES).
+            wire.send(started.sock, {"name": name, "source": np.frombuffer(source.encode("utf-8"), np.uint8)})
         except OSError:
             pass  # it died meanwhile: the grader's read reports it
         self.limits = limits

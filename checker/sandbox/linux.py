@@ -150,3 +150,58 @@ def set_limit(which: int, value: int) -> None:
 def write(path: str, text: str) -> None:
     with open(path, "w") as f:
         f.write(text)
+
+
+# -- seccomp: the kernel keyring ---------------------------------------------------------------
+# Every candidate runs as the same uid, and the kernel keeps one user keyring per uid (per user
+# namespace): a key one candidate adds, the next could read. No solution needs keys, so the
+# three keyring syscalls fail with EPERM, for each ABI a process on this machine can call them
+# through (x86-64 with x32, i386 via int 0x80, aarch64).
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "i386": 0x40000003, "aarch64": 0xC00000B7}
+_KEYRING_SYSCALLS = {"x86_64": (248, 249, 250), "i386": (286, 287, 288), "aarch64": (217, 218, 219)}
+_X32_BIT = 0x40000000
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+_SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _keyring_filter() -> list[tuple[int, int, int, int]]:
+    """The BPF program: per architecture, load the syscall number and send the keyring calls
+    (and, on x86-64, every x32 call) to `deny`; anything else is allowed."""
+    prog: list[tuple[int, int, int, int]] = []
+    deny_at: list[int] = []  # instructions whose jt jumps to `deny`, patched below
+    for arch, numbers in _KEYRING_SYSCALLS.items():
+        block = 2 + (arch == "x86_64") + len(numbers) + 1  # the instructions after the arch test
+        prog.append((_BPF_LD_W_ABS, 0, 0, 4))  # seccomp_data.arch
+        prog.append((_BPF_JEQ_K, 0, block, _AUDIT_ARCH[arch]))
+        prog.append((_BPF_LD_W_ABS, 0, 0, 0))  # seccomp_data.nr
+        if arch == "x86_64":
+            deny_at.append(len(prog))
+            prog.append((_BPF_JGE_K, 0, 0, _X32_BIT))
+        for nr in numbers:
+            deny_at.append(len(prog))
+            prog.append((_BPF_JEQ_K, 0, 0, nr))
+        prog.append((_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW))
+    prog.append((_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW))  # an architecture not listed
+    deny = len(prog)
+    prog.append((_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | 1))  # EPERM
+    for i in deny_at:
+        code, _, jf, k = prog[i]
+        prog[i] = (code, deny - i - 1, jf, k)
+    return prog
+
+
+def deny_keyring() -> None:
+    """Install the filter on this process and everything it starts (after no_new_privs)."""
+    prog = _keyring_filter()
+    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
+    fprog = _SockFprog(len(prog), filters)
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")

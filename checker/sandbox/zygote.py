@@ -44,6 +44,10 @@ SCRATCH = "/scratch"
 NS_ROOT_UID = 1  # inside the namespace, when the grader is root: mapped to an unprivileged uid
 UNPRIVILEGED = 65534  # nobody
 _SPAWN_FAILED = 71
+# The first frame: the source as raw bytes (the grader refuses files over 1 MiB,
+# static.MAX_SOURCE_BYTES) and its name; twice that, so the sandbox never refuses a file the
+# grader accepted (tests/test_sandbox_attacks.py checks the two agree).
+SOURCE_FRAME_BYTES = 2 << 20
 
 
 def main() -> None:
@@ -192,6 +196,9 @@ def _preload(config: dict[str, Any]) -> None:
     import torch  # noqa: F401
 
     from attnkata.checker import child  # (imports wire, autograd)
+
+    # Before any candidate exists, so every fork inherits it; a failure here is the sandbox's.
+    child.disable_fused_attention()
     for name in config["preimport"]:
         try:
             importlib.import_module(name)
@@ -317,6 +324,8 @@ def _candidate_tree(chan: int, log: int, report: int, message: dict[str, Any], c
         linux.mount("tmpfs", SCRATCH, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
                     f"mode=700,size=64m,uid={owner},gid={owner}")
         linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
+        # POSIX shared memory too: a value left there by one candidate must not reach the next.
+        linux.mount("tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
         _rebind_tmp_libraries(_tmp_libraries(config))
         scratch = SCRATCH
     else:
@@ -391,20 +400,26 @@ def _candidate(sock: socket.socket, log: int, scratch: str, limits: dict[str, An
     if namespaces:
         linux.drop_capabilities()
     linux.no_new_privs()
+    try:
+        linux.deny_keyring()  # one uid for every candidate: its keyring would be shared
+    except linux.SandboxError:
+        if namespaces:
+            raise  # (the fallback is best-effort: README, threat model)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
     from attnkata.checker import child, wire
 
     # Confined from here on: the file is written with the candidate's own rights, into its scratch.
     try:
-        first = wire.recv(sock, max_bytes=4 << 20)
+        first = wire.recv(sock, max_bytes=SOURCE_FRAME_BYTES)
     except wire.WireError:
         os._exit(0)  # a spare the grader never used
+    source = first["source"].tobytes()
     path = os.path.join(scratch, os.path.basename(str(first["name"])) or "solution.py")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(str(first["source"]))
+    with open(path, "wb") as f:  # for tracebacks' lines; what runs is `source` itself
+        f.write(source)
     os.chdir(scratch)
-    child.run(sock, path)
+    child.run(sock, path, source.decode("utf-8"))
 
 
 def _limits(limits: dict[str, Any]) -> None:

@@ -1,0 +1,155 @@
+"""What the candidate's process says back, checked field by field before the grader uses it.
+
+`wire.decode` guarantees only that a reply is data: dicts, lists, strings, numbers, tensors.
+Which fields it has, and their types and sizes, are the candidate's to choose (its code runs
+in the process that writes the reply). `clean(reply, op)` returns a reply whose every field
+the grader reads has the type the harness (checker/child.py) sends, with every string
+clipped; anything else raises `BadReply`, which the proxy reports as the candidate's failure
+("sent back an unreadable reply"), never as an error of the grader. The values a call
+returns (`value`, `grads`, `inputs_after`) stay as decoded: the graders judge those.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Clip lengths: enough for every message the harness writes; a class name is an identifier.
+TYPE_CHARS = 100
+MESSAGE_CHARS = 2000
+TEXT_CHARS = 300
+NAME_CHARS = 200
+MAX_ITEMS = 200  # entries of any list or dict the grader reads (frames, warnings, ops...)
+
+ERROR_KINDS = frozenset({"exception", "exit", "memory", "banned-import", "banned-call", "protocol"})
+
+
+class BadReply(Exception):
+    """A reply whose fields are not what the harness sends: the candidate's doing."""
+
+
+def clip(value: Any, limit: int, field: str) -> str:
+    if not isinstance(value, str):
+        raise BadReply(f"{field} is not text")
+    return value if len(value) <= limit else value[:limit - 1] + "…"
+
+
+def _int(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadReply(f"{field} is not an integer")
+    return value
+
+
+def _opt_int(value: Any, field: str) -> int | None:
+    return None if value is None else _int(value, field)
+
+
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadReply(f"{field} is not a number")
+    return float(value)
+
+
+def _items(value: Any, field: str) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise BadReply(f"{field} is not a list")
+    return list(value[:MAX_ITEMS])
+
+
+def _mapping(value: Any, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BadReply(f"{field} is not a mapping")
+    return {clip(k, NAME_CHARS, field): v for k, v in list(value.items())[:MAX_ITEMS]}
+
+
+def _frame(value: Any) -> dict[str, Any]:
+    f = _mapping(value, "a traceback frame")
+    return {"line": _int(f.get("line"), "a frame's line"),
+            "text": clip(f.get("text", ""), TEXT_CHARS, "a frame's text"),
+            "function": clip(f.get("function", ""), NAME_CHARS, "a frame's function")}
+
+
+def _error(reply: dict[str, Any]) -> dict[str, Any]:
+    kind = reply.get("kind")
+    out = {
+        "ok": False,
+        "kind": kind if isinstance(kind, str) and kind in ERROR_KINDS else "exception",
+        "type": clip(reply.get("type", ""), TYPE_CHARS, "the exception's type"),
+        "message": clip(reply.get("message", ""), MESSAGE_CHARS, "the exception's message"),
+        "frames": [_frame(f) for f in _items(reply.get("frames", []), "frames")],
+    }
+    if "phase" in reply:
+        out["phase"] = clip(reply["phase"], NAME_CHARS, "phase")
+    return out
+
+
+def _structure(value: Any) -> dict[str, Any]:
+    s = _mapping(value, "the module's structure")
+    modules = []
+    for m in _items(s.get("modules", []), "modules"):
+        m = _mapping(m, "a submodule")
+        info: dict[str, Any] = {"name": clip(m.get("name", ""), NAME_CHARS, "a submodule's name"),
+                                "type": clip(m.get("type", ""), NAME_CHARS, "a submodule's type")}
+        for key in ("in_features", "out_features"):
+            if key in m:
+                info[key] = _int(m[key], key)
+        if "bias" in m:
+            info["bias"] = bool(m["bias"])
+        modules.append(info)
+    params = {name: [_int(n, "a parameter's shape") for n in _items(shape, "a parameter's shape")]
+              for name, shape in _mapping(s.get("params", {}), "parameters").items()}
+    return {"modules": modules, "params": params}
+
+
+def _trace(value: Any) -> dict[str, Any]:
+    t = _mapping(value, "trace")
+    largest = _mapping(t.get("largest", {}), "trace.largest")
+    return {
+        "ops": {k: _int(v, "an op count") for k, v in _mapping(t.get("ops", {}), "trace.ops").items()},
+        "banned": [clip(b, NAME_CHARS, "a banned op") for b in _items(t.get("banned", []), "trace.banned")],
+        "largest": {
+            "elements": _int(largest.get("elements", 0), "trace.largest.elements"),
+            **({"shape": [_int(n, "trace.largest.shape") for n in _items(largest["shape"], "trace.largest.shape")]}
+               if "shape" in largest else {}),
+            **{k: clip(largest[k], NAME_CHARS, f"trace.largest.{k}") for k in ("dtype", "op") if k in largest},
+        },
+        "inplace_on_inputs": [{k: clip(v, NAME_CHARS, "an in-place write") for k, v in _mapping(w, "an in-place write").items()}
+                              for w in _items(t.get("inplace_on_inputs", []), "trace.inplace_on_inputs")],
+        "out_dtypes": {k: _int(v, "a dtype count") for k, v in _mapping(t.get("out_dtypes", {}), "trace.out_dtypes").items()},
+    }
+
+
+def _warning(value: Any) -> dict[str, Any]:
+    w = _mapping(value, "a warning")
+    return {"category": clip(w.get("category", ""), TYPE_CHARS, "a warning's category"),
+            "message": clip(w.get("message", ""), MESSAGE_CHARS, "a warning's message"),
+            "line": _opt_int(w.get("line"), "a warning's line")}
+
+
+def clean(reply: Any, op: str) -> dict[str, Any]:
+    """`reply` to a request of kind `op` ("load", "call", "new", "to", "load_state"), with
+    the types the grader relies on. Raises BadReply."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+        raise BadReply("no ok field")
+    if not reply["ok"]:
+        return _error(reply)
+    if op == "load":
+        return {"ok": True,
+                "names": {k: clip(v, NAME_CHARS, "a name's kind")
+                          for k, v in _mapping(reply.get("names", {}), "names").items()},
+                "banned": [clip(b, NAME_CHARS, "a banned call") for b in _items(reply.get("banned", []), "banned")]}
+    if op == "new":
+        return {"ok": True, "handle": _int(reply.get("handle"), "handle"), "structure": _structure(reply.get("structure"))}
+    if op == "to":
+        return {"ok": True, "structure": _structure(reply.get("structure"))}
+    if op == "call":
+        grads = reply.get("grads")
+        return {
+            "ok": True,
+            "value": reply.get("value"),
+            "grads": clip(grads, MESSAGE_CHARS, "grads") if isinstance(grads, str) else grads,
+            "warnings": [_warning(w) for w in _items(reply.get("warnings", []), "warnings")],
+            "trace": _trace(reply.get("trace", {})),
+            "inputs_after": reply.get("inputs_after"),
+            "seconds": _number(reply.get("seconds", 0.0), "seconds"),
+        }
+    return {"ok": True}
