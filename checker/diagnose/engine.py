@@ -26,9 +26,10 @@ from attnkata.checker.diagnose import pairs, peel, replay
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
 from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_dtype
 from attnkata.checker.diagnose.crashes import classify
-from attnkata.checker.diagnose.probes import Probe, grid_of
+from attnkata.checker.diagnose.probes import Probe, as_float32, grid_of
 from attnkata.checker.diagnose.subjects import FunctionSubject, ModuleSubject, Observed
 from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result, SourceRef
+from attnkata.checker.probes import salted
 from attnkata.checker.proxy import (
     Candidate,
     CandidateBanned,
@@ -48,6 +49,9 @@ PROBE_TIME_BUDGET = 1.2
 PAIR_TIME_BUDGET = 0.6
 # Peeling two or three mistakes off one at a time (combined variants run locally).
 PEEL_TIME_BUDGET = 1.0
+# Other forms of the probes the code cannot take (float32, dv = d...): candidate calls.
+ALT_TIME_BUDGET = 0.6
+ALT_KEY = 1000  # peel's cache key of probe i's other form: ALT_KEY + i
 
 
 def _t(lang: str, en: str, zh: str) -> str:
@@ -132,7 +136,9 @@ def load_spec(kata_id: str) -> Spec | None:
     subject = (ModuleSubject(reference, getattr(module, "load_mutant", None)) if is_module
                else FunctionSubject(reference))
     mutants = {mid: _variants(v, entry) for mid, v in module.MUTANTS.items()}
-    return Spec(kata_id, list(module.probes()), mutants, subject, module)
+    with salted(0):  # the same probes in every check: only the graders' inputs are salted
+        probes = list(module.probes())
+    return Spec(kata_id, probes, mutants, subject, module)
 
 
 @cache
@@ -155,6 +161,36 @@ def _local_observations(kata_id: str) -> tuple[list[Observed], dict[str, list[li
     return ref, muts
 
 
+def _alternative_forms(probe: Probe, hook: Any) -> list[Probe]:
+    """Other forms of a probe, for code that cannot take it: float32 inputs, then the kata's
+    own alternatives (and theirs in float32)."""
+    forms = [as_float32(probe)] if probe.dtype == torch.float64 else []
+    for alt in hook(probe) if hook is not None else []:
+        forms += [alt, as_float32(alt)] if alt.dtype == torch.float64 else [alt]
+    return forms
+
+
+_ALT_OBS: dict[tuple[str, int, int], tuple[Observed, dict[str, list[Observed]]]] = {}
+
+
+def _alternative_observations(kata_id: str, i: int, k: int, probe: Probe) -> tuple[Observed, dict[str, list[Observed]]]:
+    """The reference's and every mutant's output on form k of probe i (computed once)."""
+    hit = _ALT_OBS.get((kata_id, i, k))
+    if hit is None:
+        spec = load_spec(kata_id)
+        assert spec is not None
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            hit = (spec.subject.reference_call(probe),
+                   {mid: [spec.subject.mutant_call(v, probe) for v in variants]
+                    for mid, variants in spec.mutants.items()})
+        finally:
+            torch.set_num_threads(threads)
+        _ALT_OBS[(kata_id, i, k)] = hit
+    return hit
+
+
 # -- the engine ------------------------------------------------------------------------------
 class Engine:
     def __init__(self, kata: Kata, path: Path, source: str, result: Result, candidate: Candidate, lang: str) -> None:
@@ -167,6 +203,7 @@ class Engine:
         self.verdict: Verdict | None = None
         self.cand_obs: list[Observed] = []
         self.ref_obs: list[Observed] = []
+        self.alt_probes: list[Probe] = []  # other forms of probes the code could not take
 
     def t(self, en: str, zh: str) -> str:
         return _t(self.lang, en, zh)
@@ -230,13 +267,25 @@ class Engine:
         applicable = {mid: variants for mid, variants in muts.items() if self.applies(mid)}
         usable = [i for i, o in enumerate(self.cand_obs) if o.error is None or o.error[0] != "Skipped"]
         cannot = [i for i in usable if self._cannot_take(i, ref, applicable)]
-        kept = [i for i in usable if i not in cannot]
-        self._name_unsupported(cannot, kept)
+        # A probe the code cannot take is tried again in the forms it may take (float32, dv = d...).
+        alts = self._alternatives(cannot) if cannot else {}
+        kept = [i for i in usable if i not in cannot or i in alts]
+        self._name_unsupported(cannot, kept, judged=bool(alts))
         if not kept:
             return
+        probes, cand_all, ref_all = list(probes), list(self.cand_obs), list(ref)
+        muts = {mid: [list(v) for v in variants] for mid, variants in muts.items()}
+        self.alt_probes = [alt for alt, _, _, _ in alts.values()]
+        for i, (alt, c, r, m) in alts.items():
+            probes[i], cand_all[i], ref_all[i] = alt, c, r
+            for mid, variants in m.items():
+                for vi, o in enumerate(variants):
+                    muts[mid][vi][i] = o
+        applicable = {mid: variants for mid, variants in muts.items() if self.applies(mid)}
         pick = lambda xs: [xs[i] for i in kept]  # noqa: E731
-        cand, refs = pick(self.cand_obs), pick(ref)
+        cand, refs = pick(cand_all), pick(ref_all)
         picked = {mid: [pick(v) for v in variants] for mid, variants in applicable.items()}
+        keys = [i if i not in alts else ALT_KEY + i for i in kept]
         verdict = match(pick(probes), cand, refs, picked)
         self.verdict = verdict
         if verdict.matched:
@@ -264,7 +313,7 @@ class Engine:
                                                        "与 {other} 一起，它在每个探测输入上都被完全复现")):
                 f.variant = dict(both)[f.id]
             return
-        if self._peel(kept, cand, refs, picked, applicable):
+        if self._peel(pick(probes), keys, cand, refs, picked, muts, applicable):
             return
         for mid, (vi, share, shown) in verdict.partial.items():
             # Reproduced wherever it shows, but the rest of the deviation is something else:
@@ -273,19 +322,18 @@ class Engine:
                                   shares={mid: share}, partial=True)[0]
             f.severity, f.variant = "informative", vi
 
-    def _peel(self, kept: list[int], cand: list[Observed], refs: list[Observed],
-              picked: dict[str, list[list[Observed]]], applicable: dict[str, Any]) -> bool:
+    def _peel(self, probes: list[Probe], keys: list[int], cand: list[Observed], refs: list[Observed],
+              picked: dict[str, list[list[Observed]]], muts: dict[str, list[list[Observed]]],
+              applicable: dict[str, Any]) -> bool:
         """Two or three mistakes, or mistakes beside a quirk no mutant has: take them off one
         at a time (`peel.py`). Each names the probes it explains; it is essential only where
         it reproduces every element it changes."""
         assert self.spec is not None
-        probes = [self.spec.probes[i] for i in kept]
-        found = peel.peel(self.kata.id, probes, kept, cand, refs, picked,
+        found = peel.peel(self.kata.id, probes, keys, cand, refs, picked,
                           {mid: self.spec.mutants[mid] for mid in applicable}, self.spec.subject, PEEL_TIME_BUDGET)
         if found is None or not any(s.certain for s in found.steps):
             return False
         by_name = {p.name: p for p in probes}
-        muts = _local_observations(self.kata.id)[1]
         for step in found.steps:
             names = ", ".join(f"'{n}'" for n in step.probes[:3])
             names_zh = "、".join(f"“{self.pname(by_name[n])}”" for n in step.probes[:3])
@@ -412,9 +460,38 @@ class Engine:
                 return False
         return True
 
-    def _name_unsupported(self, cannot: list[int], kept: list[int]) -> None:
-        """`input-not-supported` for probes whose call raised (when others did not), and
-        `weights-unmappable` when the reference's weights could not be loaded at all."""
+    def _alternatives(self, cannot: list[int]) -> dict[int, tuple[Probe, Observed, Observed,
+                                                                  dict[str, list[Observed]]]]:
+        """For probes the code cannot take: the first other form of the probe it takes (the
+        same inputs in float32; the kata's `alternatives(probe)`, e.g. dv = d), with the
+        reference's and the mutants' outputs on it: index -> (probe, candidate, reference,
+        {id: [variant outputs]})."""
+        assert self.spec is not None
+        out = {}
+        hook = getattr(self.spec.module, "alternatives", None)
+        t0 = time.perf_counter()
+        for i in cannot:
+            c = self.cand_obs[i]
+            if c.stage != "call" or not isinstance(c.failure, CandidateRaised):
+                continue  # a crash or a timeout would only repeat; weights that do not fit stay so
+            for k, alt in enumerate(_alternative_forms(self.spec.probes[i], hook)):
+                if time.perf_counter() - t0 > ALT_TIME_BUDGET:
+                    return out
+                got = self.spec.subject.candidate_call(self.candidate, alt)
+                if got.failure is not None and not isinstance(got.failure, CandidateRaised):
+                    return out
+                if not got.ok:
+                    continue
+                r, m = _alternative_observations(self.kata.id, i, k, alt)
+                if r.ok:
+                    out[i] = (alt, got, r, m)
+                break
+        return out
+
+    def _name_unsupported(self, cannot: list[int], kept: list[int], judged: bool = False) -> None:
+        """`input-not-supported` for probes whose call raised (when others did not, or when
+        another form of them was judged), and `weights-unmappable` when the reference's
+        weights could not be loaded at all."""
         assert self.spec is not None
         probes = self.spec.probes
         weights = [i for i in cannot if self.cand_obs[i].stage == "weights"]
@@ -425,7 +502,7 @@ class Engine:
         raised = [i for i in cannot if self.cand_obs[i].stage == "call" and isinstance(self.cand_obs[i].failure, CandidateRaised)
                   and self.cand_obs[i].failure.exc_type
                   and classify(self.cand_obs[i].error[1], self.kata.id, probes[i].params) is None]
-        if not raised or not any(self.cand_obs[i].ok for i in kept):
+        if not raised or not (judged or any(self.cand_obs[i].ok for i in kept)):
             return
         names = [self.pname(probes[i]) for i in raised]
         joined = ("、" if self.lang == "zh" else "; ").join(names)
@@ -458,7 +535,7 @@ class Engine:
                      shares: dict[str, float] | None = None, together: str = "",
                      partial: bool = False) -> list[Finding]:
         assert self.spec is not None
-        by_name = {p.name: p for p in self.spec.probes}
+        by_name = {p.name: p for p in [*self.spec.probes, *self.alt_probes]}
         added = []
         for mid, shown in matched.items():
             names = ", ".join(f"'{s}'" for s in shown[:3])
@@ -709,7 +786,7 @@ class Engine:
         failing = [t for t in self.result.tests if t.status not in (PASS, "skip")]
         evidence = [self.t(f"failing: {t.id}", f"未通过：{t.id}") for t in failing[:3]]
         if self.verdict is not None and self.verdict.failing_probes:
-            by_name = {p.name: p for p in self.spec.probes} if self.spec else {}
+            by_name = {p.name: p for p in [*self.spec.probes, *self.alt_probes]} if self.spec else {}
             names = [self.pname(by_name[n]) if n in by_name else n for n in self.verdict.failing_probes[:4]]
             evidence.append(self.t("the diagnosis probes that differ: ", "输出不同的诊断探测输入：")
                             + ("、" if self.lang == "zh" else ", ").join(names))

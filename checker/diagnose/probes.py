@@ -9,7 +9,7 @@ the katas' `reference/mutants/<kata>.py` modules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -167,3 +167,44 @@ def grid_of(value: Any, kind: str, limit: int = 16) -> list[list[int | None]] | 
     for row in t.tolist():
         out.append([None if x != x else int(abs(x) > 1e-9) for x in row])
     return out
+
+
+def _cast(value: Any, dtype: torch.dtype) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.dtype == torch.float64 else value
+    if isinstance(value, tuple | list):
+        return type(value)(_cast(v, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast(v, dtype) for k, v in value.items()}
+    return value
+
+
+def as_float32(probe: Probe) -> Probe:
+    """The same probe with its float64 inputs in float32: for code that only takes float32
+    (or float16) and would otherwise leave nothing to judge."""
+    grad = (probe.grad[0], _cast(probe.grad[1], torch.float32)) if probe.grad is not None else None
+    return replace(probe, name=f"{probe.name} (float32)", name_zh=f"{probe.name_zh or probe.name}（float32）",
+                   args=_cast(probe.args, torch.float32), kwargs=_cast(probe.kwargs, torch.float32),
+                   dtype=torch.float32, grad=grad, repeat=False)
+
+
+def resized(probe: Probe, *, L: int | None = None, S: int | None = None, dv: int | None = None,
+            label: str, label_zh: str) -> Probe:
+    """A probe of a function `entry(q, k, v, mask=..., ...)` over (..., L|S, d) inputs cut to
+    L queries and S keys (the mask with them) and with dv = `dv` value columns (repeated
+    from the first ones): the form of a probe for code that only takes, e.g., dv == d or L a
+    multiple of the tile."""
+    q, k, v, *rest = probe.args
+    L = L or q.shape[-2]
+    S = S or k.shape[-2]
+    q, k, v = q[..., :L, :], k[..., :S, :], v[..., :S, :]
+    if dv is not None and dv != v.shape[-1]:
+        reps = -(-dv // v.shape[-1])
+        v = torch.cat([v] + [v * (0.5 + r) for r in range(1, reps)], dim=-1)[..., :dv]
+    kwargs = dict(probe.kwargs)
+    if isinstance(kwargs.get("mask"), torch.Tensor):
+        kwargs["mask"] = kwargs["mask"][..., :L, :S]
+    params = {**probe.params, "L": L, "S": S, **({"dv": dv} if dv is not None else {})}
+    return replace(probe, name=f"{probe.name} ({label})", name_zh=f"{probe.name_zh or probe.name}（{label_zh}）",
+                   args=(q.contiguous(), k.contiguous(), v.contiguous(), *rest), kwargs=kwargs, params=params,
+                   repeat=False)

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from attnkata.checker.diagnose.behaviour import differs, flatten
-from attnkata.checker.diagnose.probes import Probe, strict_mask, with_empty_rows
+from attnkata.checker.diagnose.probes import Probe, resized, strict_mask, with_empty_rows
 from attnkata.checker.diagnose.subjects import Observed, call_local
 from attnkata.checker.probes import randn
 from attnkata.reference import flash_attention as ref
@@ -203,6 +203,19 @@ def probes() -> list[Probe]:
               dtype=torch.float32, budget=("materializes-full-scores", n * n // 8),
               name_zh=f"内存：因果，L = S = {n}，128 x 128 分块"),
     ]
+
+
+def alternatives(probe: Probe) -> list[Probe]:
+    """Forms of a probe for code that takes only dv == d, or only L and S multiples of the
+    tile (then the tail tiles cannot be judged), or both."""
+    if probe.budget is not None or probe.grid is not None:
+        return []
+    q, k, v = probe.args[:3]
+    tile = probe.kwargs.get("block_q", T)
+    whole = {"L": q.shape[-2] - q.shape[-2] % tile or tile, "S": k.shape[-2] - k.shape[-2] % tile or tile}
+    return [resized(probe, dv=q.shape[-1], label="dv = d", label_zh="dv = d"),
+            resized(probe, **whole, label="whole tiles", label_zh="整块"),
+            resized(probe, **whole, dv=q.shape[-1], label="dv = d, whole tiles", label_zh="dv = d，整块")]
 
 
 REFERENCE = ref
