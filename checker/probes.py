@@ -1,12 +1,19 @@
 """Seeded inputs and call-and-compare helpers shared by the graders (and diagnosis probes).
 
-Every input is built from an explicit seed so a failing test names an input the candidate
-can rebuild, and diagnosis can replay it.
+Every input is built from an explicit seed so diagnosis can replay it. During a check the
+graders' random values are also mixed with a secret salt drawn for that check (`salted`,
+set by the runner): a file that stores the expected outputs of fixed inputs (a lookup table
+instead of attention) meets other inputs every time. Masks, shapes and block layouts stay as
+the tests chose them; only the random values (`randn`) move. `ATTNKATA_INPUT_SALT=0` turns
+the salt off (golden results, benchmarks comparing two gradings).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -17,8 +24,28 @@ from attnkata.checker.compare import assert_close, assert_close_parts, assert_no
 from attnkata.checker.proxy import Candidate, Outcome
 
 
+_salt = 0  # the running check's; 0 outside a check and in the diagnosis' own probes
+
+
+def new_salt() -> int:
+    """A check's salt: secret and fresh, unless ATTNKATA_INPUT_SALT fixes it."""
+    fixed = os.environ.get("ATTNKATA_INPUT_SALT")
+    return int(fixed) if fixed not in (None, "") else secrets.randbits(40) + 1
+
+
+@contextlib.contextmanager
+def salted(salt: int) -> Iterator[None]:
+    """Inside the block, `randn` mixes `salt` into every seed (0: the seeds as written)."""
+    global _salt
+    old, _salt = _salt, salt
+    try:
+        yield
+    finally:
+        _salt = old
+
+
 def randn(*shape: int, seed: int, dtype: torch.dtype = torch.float64, scale: float = 1.0) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(seed if not _salt else (seed * 1_000_003 + _salt) % (1 << 62))
     return torch.randn(*shape, generator=g, dtype=torch.float64).mul_(scale).to(dtype)
 
 

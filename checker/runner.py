@@ -171,6 +171,7 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     import pytest
     import torch
 
+    from attnkata.checker import probes
     from attnkata.checker.proxy import Candidate
 
     # Graders work on small tensors: one thread avoids OpenMP's spin-up and oversubscription
@@ -228,7 +229,8 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
             result.timings = {"total": round(time.perf_counter() - t0, 3)}
             return result
         out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        salt = probes.new_salt()  # the graders' inputs for this check, and its replays
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), probes.salted(salt):
             code, collector = _run_tests(kata, path, candidate, lang, maxfail=maxfail, cancel=cancel,
                                          progress=progress, keep_session=keep_session)
         if code == pytest.ExitCode.INTERRUPTED:  # pytest swallowed it; the caller must not
@@ -246,7 +248,9 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
             if progress is not None:
                 progress("diagnosis")
 
-            result.diagnostics = diagnose_result(kata, path, source, result, candidate, lang) + result.diagnostics
+            with probes.salted(salt):  # the diagnosis' own probes are built unsalted (engine.load_spec)
+                found = diagnose_result(kata, path, source, result, candidate, lang)
+            result.diagnostics = found + result.diagnostics
     result.timings = {
         "load": round(t_load - t0, 3),
         "tests": round(t_tests - t_load, 3),
