@@ -1,4 +1,4 @@
-"""Diagnosis coverage and accuracy, on the mutant fixtures and on the real-style corpus.
+"""Diagnosis coverage and accuracy, on the mutant fixtures, the real-style corpus and the first attempts.
 
 Mutants (tests/fixtures/mistakes/<kata>/<mistake-id>[--variant].py, one mistake each, written
 in the style of reference/mutants; correct solutions are the references and
@@ -20,7 +20,16 @@ Both sections print the same figures:
     false rejects     correct files the grader fails
     false accepts     wrong files the grader passes
 
-    python bench/diagnosis_report.py [--real | --mutants] [--kata sdpa ...] [--json] [--verbose]
+First attempts (tests/fixtures/firsts/<kata>/, labelled in labels.toml with a `split`,
+"train" or "heldout"; see tests/test_first_attempts.py), per split (`--split`, default all):
+    top-1             of the wrong files with a catalogued mistake, the share whose first
+                      essential id is one of the label's `must`
+    coverage          of those files, the share where every `must` id is named (essential)
+    wrong ids         files with an essential id outside must + runner ids + input-not-supported
+    false rejects / false essential on correct files / false accepts
+
+    python bench/diagnosis_report.py [--real | --mutants | --firsts] [--split train|heldout|all]
+                                     [--kata sdpa ...] [--json] [--verbose]
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 MISTAKES = REPO / "tests" / "fixtures" / "mistakes"
 ALT = REPO / "tests" / "fixtures" / "alt"
 REAL = REPO / "tests" / "fixtures" / "real"
+FIRSTS = REPO / "tests" / "fixtures" / "firsts"
 
 # Runner ids and "cannot take this input" ids: never a verdict about the mistake itself.
 RUNNER_IDS = {"exception", "timeout", "interpreter-ended", "memory-limit", "signature-mismatch"}
@@ -201,6 +211,106 @@ def report_real(kata, verbose: bool) -> dict:  # noqa: ANN001
     }
 
 
+# ---------------------------------------------------------------------------- first attempts
+
+def load_firsts(kata_id: str, split: str = "all") -> list[dict[str, Any]]:
+    """The labels of the kata's first attempts in `split` ("train", "heldout" or "all")."""
+    labels = FIRSTS / kata_id / "labels.toml"
+    if not labels.is_file():
+        return []
+    with labels.open("rb") as fh:
+        files = tomllib.load(fh).get("file", [])
+    return [f for f in files if split == "all" or f.get("split") == split]
+
+
+def judge_first(label: dict[str, Any], passed: bool, diags: list) -> dict[str, Any]:  # noqa: ANN001
+    """One first attempt against its label: the figures bench and tests aggregate."""
+    ids = _essential(diags)
+    must = list(label.get("must", []))
+    row: dict[str, Any] = {"file": label["name"], "split": label.get("split"), "verdict": label["verdict"],
+                           "passed": passed, "got": ids, "must": must}
+    if label["verdict"] == "pass":
+        row.update(false_reject=not passed, false_essential=bool(ids))
+        return row
+    first = _first_verdict(ids)
+    row.update(false_accept=passed, catalogued=bool(must), first=first,
+               top1=bool(must) and first in must, covered=bool(must) and all(m in ids for m in must),
+               wrong=sorted({i for i in ids if i not in must and i not in NOT_A_VERDICT}))
+    return row
+
+
+def grade_first(kata, path: Path, label: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001
+    from attnkata.checker.runner import check
+
+    if label["verdict"] == "pass":
+        result, diags = _diagnose_anyway(kata, path)
+    else:
+        result = check(kata, path)
+        diags = result.diagnostics
+    return judge_first(label, result.passed, diags)
+
+
+def report_firsts(kata, split: str, verbose: bool) -> dict:  # noqa: ANN001
+    rows = []
+    for label in load_firsts(kata.id, split):
+        path = FIRSTS / kata.id / label["name"]
+        if not path.is_file():
+            continue  # labelled before its file arrived
+        row = grade_first(kata, path, label)
+        row["file"] = f"{kata.id}/{label['name']}"
+        rows.append(row)
+        if verbose:
+            print(f"  {row['file']:55s} got={row['got']} must={row['must']}", file=sys.stderr)
+    return {"kata": kata.id, "rows": rows, **first_figures(rows)}
+
+
+def first_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    wrong = [r for r in rows if r["verdict"] == "fail"]
+    catalogued = [r for r in wrong if r["catalogued"]]
+    return {
+        "files": len(rows), "wrong_files": len(wrong), "catalogued": len(catalogued),
+        "top1": sum(r["top1"] for r in catalogued), "covered": sum(r["covered"] for r in catalogued),
+        "wrong_ids": [{"file": r["file"], "ids": r["wrong"]} for r in wrong if r["wrong"]],
+        "false_rejects": [r["file"] for r in rows if r["verdict"] == "pass" and r["false_reject"]],
+        "false_essential": [{"file": r["file"], "ids": r["got"]} for r in rows
+                            if r["verdict"] == "pass" and r["false_essential"]],
+        "false_accepts": [r["file"] for r in wrong if r["false_accept"]],
+    }
+
+
+def print_firsts(reports: list[dict], split: str, seconds: float) -> dict:
+    head = f"{'kata':24s} {'files':>5s} {'wrong':>5s} {'top-1':>7s} {'covered':>7s} {'wrong ids':>9s} " \
+           f"{'f.rej':>5s} {'f.ess':>5s} {'f.acc':>5s}"
+    print(f"== first attempts (tests/fixtures/firsts), split {split} ==")
+    print(head)
+    print("-" * len(head))
+    for r in reports:
+        print(f"{r['kata']:24s} {r['files']:>5d} {r['wrong_files']:>5d} {r['top1']:>3d}/{r['catalogued']:<3d} "
+              f"{r['covered']:>3d}/{r['catalogued']:<3d} {len(r['wrong_ids']):>9d} {len(r['false_rejects']):>5d} "
+              f"{len(r['false_essential']):>5d} {len(r['false_accepts']):>5d}")
+    print("-" * len(head))
+    overall = first_figures([row for r in reports for row in r["rows"]])
+    n = overall["catalogued"]
+    print(f"top-1 {_pct(overall['top1'], n)}; coverage {_pct(overall['covered'], n)}; "
+          f"{len(overall['wrong_ids'])} wrong files with wrong essential ids; "
+          f"{len(overall['false_rejects'])} false rejects and {len(overall['false_essential'])} false essential "
+          f"diagnoses on {overall['files'] - overall['wrong_files']} correct files; "
+          f"{len(overall['false_accepts'])} false accepts on {overall['wrong_files']} wrong files; {seconds:.1f} s")
+    for r in reports:
+        for row in r["rows"]:
+            if row["verdict"] == "pass":
+                if row["false_reject"] or row["false_essential"]:
+                    print(f"  CORRECT FILE {row['file']}: passed={row['passed']} essential={row['got']}")
+            elif row["wrong"] or row["false_accept"] or (row["catalogued"] and not (row["top1"] and row["covered"])):
+                print(f"  {row['file']}: got {row['got']}, must {row['must']}"
+                      + (f" WRONG {row['wrong']}" if row["wrong"] else "")
+                      + (" FALSE ACCEPT" if row["false_accept"] else ""))
+    overall["top1_share"] = round(overall["top1"] / n, 3) if n else None
+    overall["coverage"] = round(overall["covered"] / n, 3) if n else None
+    overall["seconds"] = round(seconds, 1)
+    return overall
+
+
 # ---------------------------------------------------------------------------- printing
 
 def _pct(num: int, den: int) -> str:
@@ -315,6 +425,9 @@ def main() -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--real", action="store_true", help="only the real-style corpus")
     which.add_argument("--mutants", action="store_true", help="only the mutant fixtures")
+    which.add_argument("--firsts", action="store_true", help="only the first attempts")
+    parser.add_argument("--split", choices=("train", "heldout", "all"), default="all",
+                        help="which first attempts (default all)")
     parser.add_argument("--kata", nargs="*", help="only these katas")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--verbose", action="store_true", help="one line per fixture on stderr")
@@ -326,17 +439,24 @@ def main() -> None:
     out: dict[str, Any] = {}
     # With --json the tables go to stderr and only the JSON to stdout.
     table = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
-    if not args.real:
+    if not (args.real or args.firsts):
         t0 = time.perf_counter()
         reports = [report_mutants(k, args.verbose) for k in katas]
         with table:
             out["mutants"] = {"overall": print_mutants(reports, time.perf_counter() - t0), "katas": reports}
             print()
-    if not args.mutants:
+    if not (args.mutants or args.firsts):
         t0 = time.perf_counter()
         reports = [report_real(k, args.verbose) for k in katas]
         with table:
             out["real"] = {"overall": print_real(reports, time.perf_counter() - t0), "katas": reports}
+            print()
+    if not (args.mutants or args.real):
+        t0 = time.perf_counter()
+        reports = [r for r in (report_firsts(k, args.split, args.verbose) for k in katas) if r["files"]]
+        with table:
+            out["firsts"] = {"split": args.split,
+                             "overall": print_firsts(reports, args.split, time.perf_counter() - t0), "katas": reports}
     if args.json:
         print(json.dumps(out, indent=2, default=str))
 

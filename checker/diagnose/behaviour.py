@@ -122,7 +122,8 @@ def differs(a: Observed, b: Observed, n: int) -> np.ndarray:
     both_nan = np.isnan(va) & np.isnan(vb)
     with np.errstate(invalid="ignore", over="ignore"):
         same_inf = np.isinf(va) & (va == vb)
-        close = np.abs(va - vb) <= atol + rtol * np.abs(vb)
+        # (finite against infinite is never close: |x - inf| <= rtol * inf would say so)
+        close = (np.abs(va - vb) <= atol + rtol * np.abs(vb)) & np.isfinite(vb)
     same_structure = _shape_only(sa) == _shape_only(sb) and sa[0] == sb[0]
     if va.size != n:
         # Both differ from the reference's shape (e.g. both return the weights): they are
@@ -293,7 +294,8 @@ def _count(masks: list[np.ndarray]) -> int:
 
 def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:
     """At `where`, `obs` is non-finite or off by more than 10% (an overflow, a NaN, a zeroed
-    row), not a rounding difference."""
+    row), or finite where the reference is not (a finite lse for an empty row), not a
+    rounding difference."""
     if not where[:n].any():
         return True
     fo, fr = (flat(obs) if obs.ok else None), (flat(ref) if ref.ok else None)
@@ -301,7 +303,7 @@ def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:
         return True
     got, want = fo[1][where[:n]], fr[1][where[:n]]
     with np.errstate(invalid="ignore", over="ignore"):
-        far = ~np.isfinite(got) | (np.abs(got - want) > 0.1 * np.abs(want) + 1e-3)
+        far = ~np.isfinite(got) | ~np.isfinite(want) | (np.abs(got - want) > 0.1 * np.abs(want) + 1e-3)
     return bool(far.all())
 
 

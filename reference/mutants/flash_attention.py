@@ -35,7 +35,7 @@ def flash(
     is_causal: bool = False, scale: float | None = None, block_q: int = 64, block_k: int = 64, *,
     rescale_acc: bool = True, rescale_sum: bool = True, max_init: float = NEG_INF, guard_shift: bool = True,
     guard_div: bool = True, drop_key_tail: bool = False, drop_query_tail: str | None = None, lse: str = "lse",
-    top_left: bool = False, flip_mask: bool = False, honour_scale: bool = True,
+    top_left: bool = False, flip_mask: bool = False, honour_scale: bool = True, empty_lse: float | str = NEG_INF,
     default_scale: Callable[[int, int], float] = lambda d, h: 1.0 / math.sqrt(d),
     record: Record | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,7 +104,8 @@ def flash(
         elif lse == "no-log":
             value = torch.where(has_key, m + l_sum, torch.full_like(m, NEG_INF))
         else:
-            value = torch.where(has_key, m + torch.log(safe_l), torch.full_like(m, NEG_INF))
+            empty = torch.finfo(q.dtype).min if empty_lse == "finfo" else float(empty_lse)
+            value = torch.where(has_key, m + torch.log(safe_l), torch.full_like(m, empty))
         lse_out[:, :, i0:i1] = value.squeeze(-1)
     if lse == "keepdim":
         return out, lse_out.unsqueeze(-1)
@@ -125,6 +126,8 @@ MUTANTS = {
     "flash-tail-block-dropped": [_m(drop_key_tail=True), _m(drop_query_tail="-inf"), _m(drop_query_tail="zero"),
                                  _m(drop_key_tail=True, drop_query_tail="-inf")],
     "lse-wrong": [_m(lse="max"), _m(lse="log-sum"), _m(lse="no-log"), _m(lse="keepdim")],
+    # What the running max started at leaks out for a query with no key (finfo.min, -1e30...).
+    "lse-empty-row-finite": [_m(empty_lse=v) for v in ("finfo", -1e30, -1e10, -1e9, -3.4028234663852886e38)],
     "causal-mask-top-left": _m(top_left=True),
     "mask-polarity-flipped": _m(flip_mask=True),
     "missing-scale": [_m(default_scale=lambda d, h: 1.0), _m(default_scale=lambda d, h: 1.0, honour_scale=False)],

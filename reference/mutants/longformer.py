@@ -38,7 +38,7 @@ def pattern(L: int, window: int, global_idx: torch.Tensor, device: torch.device 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, global_idx: torch.Tensor,
               key_padding: torch.Tensor | None = None, scale: float | None = None, *, padding: str = "all",
-              **knobs: Any) -> torch.Tensor:
+              zero_padded_queries: bool = False, **knobs: Any) -> torch.Tensor:
     """Dense attention under `pattern(..., **knobs)` and the key padding. padding "keys" /
     "rows" / "both": the padding misses the global key columns, the global query rows, or
     both (it is applied to the window only); "far-keys" / "far-both": the same, where the
@@ -67,7 +67,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, gl
     m = scores.amax(dim=-1, keepdim=True)
     e = torch.exp(scores - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
     z = e.sum(dim=-1, keepdim=True)
-    return (e / torch.where(z > 0, z, torch.ones_like(z))) @ v
+    out = (e / torch.where(z > 0, z, torch.ones_like(z))) @ v
+    if zero_padded_queries and key_padding is not None:  # padded queries written as 0
+        out = out * key_padding[:, None, :, None].to(out.dtype)
+    return out
 
 
 def _placed(*spellings: dict[str, Any]) -> list[dict[str, Any]]:
@@ -85,6 +88,7 @@ MUTANTS = {
     "window-off-by-one": _placed({"lo_shift": 1, "hi_shift": 1}, {"lo_shift": -1, "hi_shift": -1},
                                  {"lo_shift": 1}, {"hi_shift": 1}),
     "padding-ignores-global": [{ATTN: partial(attention, padding=where)} for where in ("keys", "rows", "both", "far-keys", "far-both")],
+    "padded-queries-zeroed": {ATTN: partial(attention, zero_padded_queries=True)},
 }
 
 B, H, d, dv = 2, 3, 4, 5
@@ -128,6 +132,9 @@ def probes() -> list[Probe]:
               params=_params(14, 2, 3), repeat=True, name_zh="注意力 L=14, window=2，全局 [0, 6, 13]"),
         Probe("attention with key padding over global 13, L=14, window=2", ATTN, (*_qkv(604, 14), 2, glob, pad),
               params=_params(14, 2, 3), name_zh="键填充覆盖全局位置 13 的注意力，L=14, window=2"),
+        Probe("attention with key padding, L=11, window=3, global [4]", ATTN,
+              (*_qkv(610, 11), 3, torch.tensor([4]), torch.arange(11)[None, :] < torch.tensor([8, 11])[:, None]),
+              params=_params(11, 3, 1), name_zh="带键填充的注意力，L=11, window=3，全局 [4]"),
         Probe("attention L=11, window=3, global [4]", ATTN, (*_qkv(607, 11), 3, torch.tensor([4])),
               params=_params(11, 3, 1), name_zh="注意力 L=11, window=3，全局 [4]"),
         Probe(f"memory: L = {big_L}, window = {big_w}, global [0, 500]", ATTN, (*big, big_w, torch.tensor([0, 500])),

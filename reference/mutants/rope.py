@@ -25,7 +25,8 @@ PAIRING_PROBE_INTERLEAVED = "pairing, interleaved=True: one-hot features, every 
 
 def rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0, interleaved: bool = False, *,
          swap_layout: bool = False, fixed_layout: bool | None = None, exponent: str = "2i/d",
-         direction: int = 1, ignore_positions: bool = False) -> torch.Tensor:
+         direction: int = 1, ignore_positions: bool = False, mix: str | None = None,
+         mix_on: bool = True) -> torch.Tensor:
     """RoPE with the mistakes' knobs: the other layout, one layout whatever `interleaved` says
     (fixed_layout: code carried over from a codebase with only that layout), another frequency
     exponent ("i/d": arange(d/2) / d; "2i/(d/2)": arange(0, d, 2) / (d/2)), the rotation turned
@@ -43,11 +44,32 @@ def rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0, inter
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     if fixed_layout is not None:
         interleaved = fixed_layout
+    if mix is not None and interleaved == mix_on:
+        return _mixed(x, cos, sin, mix)
     if interleaved != swap_layout:
         a, b = x[..., 0::2], x[..., 1::2]
         return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
     a, b = x[..., : d // 2], x[..., d // 2:]
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+
+def _mixed(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mix: str) -> torch.Tensor:
+    """The two layouts mixed in one rotation: "half-table" (adjacent pairs with the half
+    layout's cat(freqs, freqs) angle table), "interleaved-table" (rotate_half pairs with the
+    repeat_interleave'd table), "cat-back" (adjacent pairs rotated, put back with cat: the
+    half layout's places), "stack-back" (half pairs rotated, put back interleaved)."""
+    d = x.shape[-1]
+    if mix == "half-table":
+        rot = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+        return x * torch.cat([cos, cos], dim=-1) + rot * torch.cat([sin, sin], dim=-1)
+    if mix == "interleaved-table":
+        rot = torch.cat([-x[..., d // 2:], x[..., : d // 2]], dim=-1)
+        return x * cos.repeat_interleave(2, dim=-1) + rot * sin.repeat_interleave(2, dim=-1)
+    if mix == "cat-back":
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+    a, b = x[..., : d // 2], x[..., d // 2:]  # "stack-back"
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
 
 
 def _m(**knobs: Any) -> Callable[..., torch.Tensor]:
@@ -57,7 +79,10 @@ def _m(**knobs: Any) -> Callable[..., torch.Tensor]:
 MUTANTS = {
     # Swapped both ways, or one layout for both values of `interleaved` (HF/NeoX rotate_half
     # or Meta's complex pairs carried over as they are): wrong on the other layout only.
-    "rope-wrong-layout": [_m(swap_layout=True), _m(fixed_layout=False), _m(fixed_layout=True)],
+    "rope-wrong-layout": [_m(swap_layout=True), _m(fixed_layout=False), _m(fixed_layout=True),
+                          # the layouts mixed within one branch (a table of one, pairs of the other)
+                          _m(mix="half-table"), _m(mix="cat-back"), _m(mix="interleaved-table", mix_on=False),
+                          _m(mix="stack-back", mix_on=False)],
     "rope-inv-freq-exponent": [_m(exponent="i/d"), _m(exponent="2i/(d/2)")],
     "rope-rotation-direction": _m(direction=-1),
     "rope-positions-ignored": _m(ignore_positions=True),

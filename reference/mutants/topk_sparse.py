@@ -37,7 +37,7 @@ def attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, top_k: int, mask: torch.Tensor | None = None,
     scale: float | None = None, *, default_scale: Callable[[torch.Tensor], float] = _sdpa_scale,
     honour_scale: bool = True, select: str = "masked", dim: int = -1, k_shift: int = 0,
-    renormalize: bool = True, softmax: str = "safe",
+    renormalize: bool = True, softmax: str = "safe", smallest: str | None = None,
 ) -> torch.Tensor:
     """Top-k attention with knobs. select: "masked" (top-k of the masked scores), "raw"
     (top-k of the unmasked scores, masked afterwards: topk-before-mask) or "raw-values"
@@ -49,7 +49,12 @@ def attention(
     allowed = torch.ones_like(raw, dtype=torch.bool) if mask is None else mask.expand_as(raw)
     masked = raw.masked_fill(~allowed, NEG)
     n = max(0, min(top_k + k_shift, raw.shape[dim]))
-    idx = (raw if select == "raw" else masked).topk(n, dim=dim).indices
+    if smallest == "allowed":  # the smallest allowed scores (disallowed ones never chosen)
+        idx = raw.masked_fill(~allowed, float("inf")).topk(n, dim=dim, largest=False).indices
+    elif smallest == "masked":  # topk(largest=False) of the masked scores: -inf first
+        idx = masked.topk(n, dim=dim, largest=False).indices
+    else:
+        idx = (raw if select == "raw" else masked).topk(n, dim=dim).indices
     keep = torch.zeros_like(allowed).scatter(dim, idx, True)
     if select == "raw-values":
         sparse = raw.masked_fill(~keep, NEG)
@@ -84,6 +89,7 @@ MUTANTS = {
     "topk-wrong-dim": _m(dim=-2),
     "topk-keeps-masked": _m(select="raw-values"),
     "topk-off-by-one": [_m(k_shift=1), _m(k_shift=-1)],
+    "topk-keeps-smallest": [_m(smallest="allowed"), _m(smallest="masked")],
     "scale-by-d-model": [_m(default_scale=f, honour_scale=h) for f in (_d_model_scale, _shape1_scale)
                          for h in (True, False)],
     "missing-scale": [_m(default_scale=lambda q: 1.0), _m(default_scale=lambda q: 1.0, honour_scale=False)],
