@@ -8,6 +8,7 @@ from html import escape
 from typing import Any
 
 from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks, localized
+from attnkata.checker.textsafe import clean, clean_data
 
 MAX_DIAGNOSTICS = 3
 _COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "error": "#cf222e", "timeout": "#9a6700", "skip": "#6e7781"}
@@ -110,8 +111,10 @@ def _diagnostic(d: Diagnostic, lines: list[str], labels: dict[str, str], lang: s
 
 
 def result_html(result: Result, source: str | None = None) -> str:
+    # html.escape handles markup, not control characters: candidate text is cleaned first.
+    result = clean_data(result)
     labels = _LABELS.get(result.lang, _LABELS["en"])
-    lines = source.splitlines() if source else []
+    lines = clean(source).splitlines() if source else []
     colour = _COLOURS.get(result.status, "#cf222e")
     counts = result.tier_counts()
     tiers = ", ".join(f"{tier} {p}/{t}" for tier, (p, t) in counts.items())

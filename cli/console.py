@@ -6,14 +6,31 @@ import json
 import locale
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment
+
+from attnkata.checker.textsafe import clean, json_text
+
+
+class SafeConsole(Console):
+    """A Console that never writes a control character it did not make itself: the text of
+    every segment (a candidate's printed output, exception text, file name) is cleaned
+    before rich adds its own colour codes, so `ESC[2J`, a `\r` that overwrites the verdict
+    or an OSC 52 clipboard write in candidate text never reaches the terminal. rich's own
+    control segments (cursor movement of a live display) pass as they are."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            seg if seg.control else Segment(clean(seg.text), seg.style, seg.control) for seg in buffer)
+
 
 # No emoji codes: ":name:" in a candidate's code or a message must print as written (and the
 # emoji table costs ~3 ms to load).
-out = Console(highlight=False, soft_wrap=False, emoji=False)
-err = Console(stderr=True, highlight=False, emoji=False)
+out = SafeConsole(highlight=False, soft_wrap=False, emoji=False)
+err = SafeConsole(stderr=True, highlight=False, emoji=False)
 
 
 _warned: set[str] = set()
@@ -43,6 +60,7 @@ def default_lang() -> str:
 
 
 def print_json(data: Any) -> None:
-    """Write JSON to stdout and nothing else (for --json)."""
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    """Write JSON to stdout and nothing else (for --json). JSON escapes C0 controls itself;
+    DEL and C1 (`\\x9b`, a CSI to some terminals) are escaped too: the same data."""
+    sys.stdout.write(json_text(json.dumps(data, ensure_ascii=False, indent=2)) + "\n")
     sys.stdout.flush()

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks, localized
+from attnkata.checker.textsafe import clean, clean_data
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "skip": "dim"}
 STATUS_MARK = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
@@ -194,8 +195,11 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
 
 
 def render_result(console: Console, result: Result, source: str | None = None) -> None:
-    """Summary, per-test lines, then at most three diagnostics, most severe first."""
-    lines = source.splitlines() if source else []
+    """Summary, per-test lines, then at most three diagnostics, most severe first. What the
+    candidate chose (messages quoting its output and exceptions, its file's name and lines)
+    is shown without control characters, whatever the console (textsafe.py)."""
+    result = clean_data(result)
+    lines = clean(source).splitlines() if source else []
     labels = LABELS.get(result.lang, LABELS["en"])
     console.print(summary_line(result))
     console.print(Text(result.solution, style="dim"))

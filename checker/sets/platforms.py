@@ -31,6 +31,7 @@ from attnkata.checker.sets.report import (
     feedback_markdown,
     quoted_lines,
 )
+from attnkata.checker.textsafe import clean_data
 
 FORMATS = ("gradescope", "prairielearn", "github-classroom", "classroom50")
 CLASSROOM50_SCHEMA = "classroom50/result/v1"
@@ -259,7 +260,9 @@ def platform_result(cr: ClassResults, student: str, fmt: str, hidden_tiers: list
     """`cr`'s result for `student` in the platform's schema."""
     if fmt not in BUILDERS:
         raise UsageError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
-    return BUILDERS[fmt](cr, student, views(cr, student, hidden_tiers))
+    # What a platform shows (Gradescope renders text, a terminal may print it): candidate
+    # text without control characters.
+    return clean_data(BUILDERS[fmt](cr, student, views(cr, student, hidden_tiers)))
 
 
 def github_output_line(payload: dict[str, Any]) -> str:

@@ -19,6 +19,9 @@ from attnkata.checker.messages import clip
 from attnkata.checker.models import SEVERITIES
 from attnkata.checker.sets.grade import MISSING, ClassResults, Entry
 from attnkata.checker.sets.handout import CJK_FONTS
+from attnkata.checker.textsafe import clean, json_text
+
+NEEDS_REVIEW = "policy-needs-review"  # checker/policy.py's NEEDS_REVIEW (not imported: no policy code here)
 
 COUNTED_SEVERITIES = ("essential", "actionable")  # what counts as a mistake in the histogram
 MAX_FEEDBACK_DIAGNOSTICS = 3
@@ -50,6 +53,11 @@ L10N = {
         "tiers": {"core": "core", "edge": "edge", "efficient": "efficient"},
         "severities": {"essential": "essential", "actionable": "actionable", "informative": "informative",
                        "celebratory": "celebratory"},
+        "needs_review": "Needs review",
+        "needs_review_intro": "What the static policy could not resolve (not banned, graded as usual): "
+                              "a person should read these lines.",
+        "needs_review_feedback": "Your file uses constructs the automatic checks cannot read; "
+                                 "your instructor may look at these lines:",
     },
     "zh": {
         "report": "班级报告", "graded": "评测时间", "students": "学生数", "katas": "题目数",
@@ -73,6 +81,9 @@ L10N = {
         "fix_line": "*修改建议：* {fix}",
         "tiers": {"core": "核心", "edge": "边界情况", "efficient": "效率"},
         "severities": {"essential": "必须修复", "actionable": "建议修复", "informative": "提示", "celebratory": "做得好"},
+        "needs_review": "待人工查看",
+        "needs_review_intro": "静态规则无法判断的写法（并不禁止，照常评测）：需要有人看一下这些行。",
+        "needs_review_feedback": "你的文件用了自动检查读不懂的写法；讲师可能会查看这些行：",
     },
 }
 
@@ -128,6 +139,19 @@ def mistake_histogram(cr: ClassResults) -> list[dict[str, Any]]:
     return rows
 
 
+def needs_review(cr: ClassResults) -> list[dict[str, Any]]:
+    """Each graded file with constructs the static policy could not resolve: student, kata
+    and the uses found (`line N: what`), for a person to read."""
+    rows = []
+    for s in cr.students:
+        for k in cr.manifest.kata_ids:
+            e = cr.entry(s, k)
+            for d in (e.result or {}).get("diagnostics", []):
+                if d.get("id") == NEEDS_REVIEW:
+                    rows.append({"student": s, "kata": k, "uses": [clean(str(x)) for x in d.get("evidence", [])]})
+    return rows
+
+
 def mistake_sentence(row: dict[str, Any], lang: str = "en") -> str:
     """`40% (2 of 5) in sdpa: Time limit exceeded [timeout]`."""
     t = L10N.get(lang, L10N["en"])
@@ -158,6 +182,7 @@ def write_atomic(path: Path, text: str) -> None:
 def _cell(text: str) -> str:
     # A spreadsheet runs a cell starting with = + - @ as a formula: student-chosen folder
     # names must stay text.
+    text = clean(text)
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
@@ -193,12 +218,14 @@ def to_json(cr: ClassResults) -> dict[str, Any]:
         ],
         "katas": kata_stats(cr),
         "mistakes": mistake_histogram(cr),
+        "needs_review": needs_review(cr),
     }
 
 
 def write_json(cr: ClassResults, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(to_json(cr), ensure_ascii=False, indent=1) + "\n")
+    # JSON escapes C0 itself; DEL and C1 too, so that `cat results.json` is safe.
+    write_atomic(path, json_text(json.dumps(to_json(cr), ensure_ascii=False, indent=1)) + "\n")
     return path
 
 
@@ -210,8 +237,9 @@ def _fence(text: str, lang: str = "") -> str:
 
 
 def _inline(text: str) -> str:
-    """One line of untrusted text, safe inside Markdown prose (no HTML, no broken layout)."""
-    return html.escape(" ".join(str(text).split()), quote=False)
+    """One line of untrusted text, safe inside Markdown prose (no HTML, no broken layout, no
+    terminal control characters)."""
+    return html.escape(" ".join(clean(str(text)).split()), quote=False)
 
 
 def _source_lines(path: str | None) -> list[str]:
@@ -239,9 +267,9 @@ def quoted_lines(ref: dict[str, Any], lines: list[str]) -> str | None:
     """The student's own lines a diagnosis points at, numbered (at most 8), or None."""
     lo, hi = ref["line"], ref.get("end_line") or ref["line"]
     if lines and 0 < lo <= len(lines):
-        return "\n".join(f"{n:>4} | {lines[n - 1]}" for n in range(lo, min(hi, lo + 7, len(lines)) + 1))
+        return "\n".join(f"{n:>4} | {clean(lines[n - 1])}" for n in range(lo, min(hi, lo + 7, len(lines)) + 1))
     if ref.get("text"):
-        return f"{lo:>4} | {ref['text']}"
+        return f"{lo:>4} | {clean(str(ref['text']))}"
     return None
 
 
@@ -309,6 +337,11 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
             out.append("")
         elif e.status == "pass":
             out += [t["all_pass"], ""]
+        review = [d for d in result.get("diagnostics", []) if d.get("id") == NEEDS_REVIEW]
+        if review:
+            out += [f"### {t['needs_review']}", "", t["needs_review_feedback"], ""]
+            out += [f"- {_inline(x)}" for d in review for x in d.get("evidence", [])]
+            out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -387,10 +420,15 @@ def _histogram_svg(counts: list[int], label: str) -> str:
     return "".join(parts)
 
 
+def _esc(text: str) -> str:
+    """Untrusted text (a student's folder name, a message) in HTML: escaped and cleaned."""
+    return html.escape(clean(str(text)))
+
+
 def render_html(cr: ClassResults) -> str:
     t = _t(cr)
     m = cr.manifest
-    esc = html.escape
+    esc = _esc
     pct = [percent(cr, s) for s in cr.students]
     graded = sum(1 for e in cr.entries.values() if e.status != MISSING)
     body = [f"<h1>{esc(m.title)}</h1>",
@@ -449,6 +487,16 @@ def render_html(cr: ClassResults) -> str:
         body.append(f"<tr class=\"student\"><td>{esc(s)}</td>{''.join(cells)}<td class=\"num\">{cr.total(s):g} / "
                     f"{m.max_points:g}</td><td class=\"num\">{percent(cr, s):g}%</td><td>{esc('; '.join(notes))}</td></tr>")
     body.append("</tbody></table>")
+    review = needs_review(cr)
+    if review:
+        body.append(f"<h2>{t['needs_review']}</h2><p class=\"meta\">{t['needs_review_intro']}</p>"
+                    f"<table class=\"needs-review\"><thead><tr><th>{t['student']}</th><th>{t['kata']}</th>"
+                    f"<th>{t['needs_review']}</th></tr></thead><tbody>")
+        for r in review:
+            uses = "<br>".join(f"<code>{esc(u)}</code>" for u in r["uses"])
+            body.append(f"<tr class=\"review\" data-kata=\"{esc(r['kata'])}\"><td>{esc(r['student'])}</td>"
+                        f"<td><code>{esc(r['kata'])}</code></td><td>{uses}</td></tr>")
+        body.append("</tbody></table>")
     from attnkata.checker.sets.similarity import render_section
 
     body.append(render_section(cr))
