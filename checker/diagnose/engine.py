@@ -50,7 +50,7 @@ PAIR_TIME_BUDGET = 0.6
 # Peeling two or three mistakes off one at a time (combined variants run locally).
 PEEL_TIME_BUDGET = 1.0
 # Other forms of the probes the code cannot take (float32, dv = d...): candidate calls.
-ALT_TIME_BUDGET = 0.6
+ALT_TIME_BUDGET = 1.5
 ALT_KEY = 1000  # peel's cache key of probe i's other form: ALT_KEY + i
 
 

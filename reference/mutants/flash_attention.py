@@ -34,7 +34,7 @@ def flash(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
     is_causal: bool = False, scale: float | None = None, block_q: int = 64, block_k: int = 64, *,
     rescale_acc: bool = True, rescale_sum: bool = True, max_init: float = NEG_INF, guard_shift: bool = True,
-    guard_div: bool = True, drop_key_tail: bool = False, drop_query_tail: str | None = None, lse: str = "lse",
+    guard_div: bool = True, guard_lse: bool = True, tile_nan: bool = False, drop_key_tail: bool = False, drop_query_tail: str | None = None, lse: str = "lse",
     top_left: bool = False, flip_mask: bool = False, honour_scale: bool = True, empty_lse: float | str = NEG_INF,
     default_scale: Callable[[int, int], float] = lambda d, h: 1.0 / math.sqrt(d),
     record: Record | None = None,
@@ -84,6 +84,10 @@ def flash(
             acc_factor = alpha if rescale_acc else torch.ones_like(alpha)
             l_sum = sum_factor * l_sum + e.sum(dim=-1, keepdim=True)
             acc = acc_factor * acc + e @ v[:, :, j0:j1]
+            if tile_nan:  # FA-1's exp(s - rowmax(tile)) unguarded: a fully masked tile row is NaN for good
+                dead = ~torch.isfinite(s.amax(dim=-1, keepdim=True))
+                l_sum = l_sum.masked_fill(dead, float("nan"))
+                acc = acc.masked_fill(dead, float("nan"))
             m = m_new
             if row is not None and i0 <= row[2] < i1:
                 b, h, r = row[0], row[1], row[2] - i0
@@ -103,6 +107,8 @@ def flash(
             value = torch.where(has_key, torch.log(safe_l), torch.full_like(m, NEG_INF))
         elif lse == "no-log":
             value = torch.where(has_key, m + l_sum, torch.full_like(m, NEG_INF))
+        elif not guard_lse:  # m + log(l) as is: a NaN row stays NaN, an empty one -inf
+            value = m + torch.log(l_sum)
         else:
             empty = torch.finfo(q.dtype).min if empty_lse == "finfo" else float(empty_lse)
             value = torch.where(has_key, m + torch.log(safe_l), torch.full_like(m, empty))
@@ -122,7 +128,9 @@ MUTANTS = {
     # Started at 0, the max never goes below it: rows whose scores are all far below 0
     # underflow to a sum of 0, then 0 (a guarded division) or 0 / 0 = NaN.
     "flash-max-init-zero": [_m(max_init=0.0), _m(max_init=0.0, guard_div=False)],
-    "flash-empty-block-nan": _m(guard_shift=False),
+    "flash-empty-block-nan": [_m(guard_shift=False), _m(guard_shift=False, guard_lse=False),
+                              _m(guard_shift=False, guard_lse=False, guard_div=False),
+                              _m(tile_nan=True, guard_lse=False), _m(tile_nan=True)],
     "flash-tail-block-dropped": [_m(drop_key_tail=True), _m(drop_query_tail="-inf"), _m(drop_query_tail="zero"),
                                  _m(drop_key_tail=True, drop_query_tail="-inf")],
     "lse-wrong": [_m(lse="max"), _m(lse="log-sum"), _m(lse="no-log"), _m(lse="keepdim")],
@@ -203,7 +211,7 @@ def probes() -> list[Probe]:
         Probe(f"memory: causal, L = S = {n}, 128 x 128 tiles", ENTRY, big,
               {"is_causal": True, "block_q": 128, "block_k": 128},
               params={"B": 1, "H": 1, "L": n, "S": n, "d": 16, "dv": 16, "D": 16},
-              dtype=torch.float32, budget=("materializes-full-scores", n * n // 8),
+              dtype=torch.float32, budget=("materializes-full-scores", n * n // 4),
               name_zh=f"内存：因果，L = S = {n}，128 x 128 分块"),
     ]
 
