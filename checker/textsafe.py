@@ -18,15 +18,16 @@ import dataclasses
 import re
 from typing import Any, TypeVar
 
-# Whole sequences first, so that no parameter bytes are left behind.
+# Whole sequences first, so that no parameter bytes are left behind. A string sequence (OSC,
+# DCS...) whose terminator is missing ends at the line's end.
 _SEQUENCES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI: ESC [ parameters intermediates final
-    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC (title, clipboard, hyperlink) to BEL or ST
-    r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"  # DCS, SOS, PM, APC strings to ST
+    r"|\x1b\][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC (title, clipboard, hyperlink) to BEL or ST
+    r"|\x1b[PX^_][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"  # DCS, SOS, PM, APC strings to ST
     r"|\x1b[ -/]*[0-~]?"  # any other escape: ESC c, ESC 7, ESC ( B ...
     r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
-    r"|\x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # 8-bit OSC
-    r"|[\x90\x98\x9e\x9f][^\x1b\x9c]*(?:\x1b\\|\x9c)?"  # 8-bit DCS, SOS, PM, APC
+    r"|\x9d[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # 8-bit OSC
+    r"|[\x90\x98\x9e\x9f][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"  # 8-bit DCS, SOS, PM, APC
 )
 # Every control character but newline and tab: C0, DEL, C1.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

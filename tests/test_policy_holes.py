@@ -39,8 +39,15 @@ def _markers(source: str) -> set[tuple[int, str]]:
 
 def test_every_hole_has_attacks():
     assert {p.stem for p in ATTACKS} >= {
-        "policy_self_getattr", "policy_chain_subscript", "policy_chain_call", "policy_own_private",
-        "policy_annotation_strings", "policy_annotation_future", "policy_match_args", "policy_needs_review"}
+        "policy_self_getattr",
+        "policy_chain_subscript",
+        "policy_chain_call",
+        "policy_own_private",
+        "policy_annotation_strings",
+        "policy_annotation_future",
+        "policy_match_args",
+        "policy_needs_review",
+    }
 
 
 @pytest.mark.parametrize("path", ATTACKS, ids=lambda p: p.stem)
@@ -53,58 +60,81 @@ def test_each_attack_is_flagged_with_its_id_on_its_line(path: Path):
     assert not got - want, f"flagged but not marked: {sorted(got - want)}"
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    # `self` is a name like any other outside a method.
-    ("def f(self, n):\n    return getattr(self, n)\n", {(2, policy.INTROSPECTION)}),
-    ("class A:\n    @staticmethod\n    def f(self, n):\n        return getattr(self, n)\n", {(4, policy.INTROSPECTION)}),
-    ("class A:\n    def f(self, n):\n        return getattr(self, n)\n", {(3, policy.NEEDS_REVIEW)}),
-    ("class A:\n    def f(self, n):\n        self = n\n        return getattr(self, n)\n", {(4, policy.INTROSPECTION)}),
-    # chains that do not start at a plain name
-    ("import torch\nx = (torch,)[0].ops\n", {(2, policy.PRIVATE)}),
-    ("import numpy as np\nx = [np][0].ctypeslib\n", {(2, policy.INTROSPECTION)}),
-    ("import torch\nx = (lambda: torch)().ops\n", {(2, policy.PRIVATE)}),
-    ("import torch\nx = (t := torch)._C\n", {(2, policy.PRIVATE)}),
-    ("import torch\nx = getattr({'t': torch}['t'], 'library')\n", {(2, policy.PRIVATE)}),
-    ("import numpy as np\nm = {0: np}\nx = m[0].save\n", {(3, policy.IO)}),
-    ("def f(m):\n    return m.overrides\n", {(2, policy.PRIVATE)}),
-    ("def f(m):\n    return m[0].sys\n", {(2, policy.INTROSPECTION)}),
-    # `_names`: only the file's own objects
-    ("import torch\n_C = 1\nx = (torch,)[0]._C\n", {(3, policy.PRIVATE)}),
-    ("class A:\n    def __init__(self):\n        self._w = 1\n\ndef f(x):\n    return x._w\n", {(6, policy.PRIVATE)}),
-    ("class A:\n    def f(self):\n        return self._w\n", {(3, policy.PRIVATE)}),
-    ("class A:\n    _w = 1\n    def f(self):\n        return self._w\nA.f(1)\n", {(5, policy.PRIVATE)}),
-    # annotations
-    ("def f(x: 'torch.Tensor') -> 'int | None':\n    pass\n", set()),
-    ("def f(x: 'print(1) or int'):\n    pass\n", {(1, policy.DYNAMIC)}),
-    ("def f(x: 'B x L tensor'):\n    pass\n", {(1, policy.NEEDS_REVIEW)}),
-    ("from __future__ import annotations\nx: int = 1\ny: f() = 2\n", {(3, policy.DYNAMIC)}),
-    ("from functools import singledispatch\n@singledispatch\ndef f(x): pass\n@f.register\ndef _(x: 'int'): pass\n",
-     {(5, policy.DYNAMIC)}),
-    # match
-    ("class C:\n    __match_args__ = ('__dict__',)\n", {(2, policy.INTROSPECTION)}),
-    ("class C:\n    __match_args__ = ('__class__',)\n", {(2, policy.INTROSPECTION)}),
-    ("class C:\n    __match_args__ = ('x', 'y')\n", set()),
-    ("match x:\n    case C(__class__=c):\n        pass\n", {(2, policy.INTROSPECTION)}),
-    ("match x:\n    case C(_C=c):\n        pass\n", {(2, policy.PRIVATE)}),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # `self` is a name like any other outside a method.
+        ("def f(self, n):\n    return getattr(self, n)\n", {(2, policy.INTROSPECTION)}),
+        (
+            "class A:\n    @staticmethod\n    def f(self, n):\n        return getattr(self, n)\n",
+            {(4, policy.INTROSPECTION)},
+        ),
+        (
+            "class A:\n    def f(self, n):\n        return getattr(self, n)\n",
+            {(3, policy.NEEDS_REVIEW)},
+        ),
+        (
+            "class A:\n    def f(self, n):\n        self = n\n        return getattr(self, n)\n",
+            {(4, policy.INTROSPECTION)},
+        ),
+        # chains that do not start at a plain name
+        ("import torch\nx = (torch,)[0].ops\n", {(2, policy.PRIVATE)}),
+        ("import numpy as np\nx = [np][0].ctypeslib\n", {(2, policy.INTROSPECTION)}),
+        ("import torch\nx = (lambda: torch)().ops\n", {(2, policy.PRIVATE)}),
+        ("import torch\nx = (t := torch)._C\n", {(2, policy.PRIVATE)}),
+        ("import torch\nx = getattr({'t': torch}['t'], 'library')\n", {(2, policy.PRIVATE)}),
+        ("import numpy as np\nm = {0: np}\nx = m[0].save\n", {(3, policy.IO)}),
+        ("def f(m):\n    return m.overrides\n", {(2, policy.PRIVATE)}),
+        ("def f(m):\n    return m[0].sys\n", {(2, policy.INTROSPECTION)}),
+        # `_names`: only the file's own objects
+        ("import torch\n_C = 1\nx = (torch,)[0]._C\n", {(3, policy.PRIVATE)}),
+        (
+            "class A:\n    def __init__(self):\n        self._w = 1\n\ndef f(x):\n    return x._w\n",
+            {(6, policy.PRIVATE)},
+        ),
+        ("class A:\n    def f(self):\n        return self._w\n", {(3, policy.PRIVATE)}),
+        (
+            "class A:\n    _w = 1\n    def f(self):\n        return self._w\nA.f(1)\n",
+            {(5, policy.PRIVATE)},
+        ),
+        # annotations
+        ("def f(x: 'torch.Tensor') -> 'int | None':\n    pass\n", set()),
+        ("def f(x: 'print(1) or int'):\n    pass\n", {(1, policy.DYNAMIC)}),
+        ("def f(x: 'B x L tensor'):\n    pass\n", {(1, policy.NEEDS_REVIEW)}),
+        ("from __future__ import annotations\nx: int = 1\ny: f() = 2\n", {(3, policy.DYNAMIC)}),
+        (
+            "from functools import singledispatch\n@singledispatch\ndef f(x): pass\n@f.register\ndef _(x: 'int'): pass\n",
+            {(5, policy.DYNAMIC)},
+        ),
+        # match
+        ("class C:\n    __match_args__ = ('__dict__',)\n", {(2, policy.INTROSPECTION)}),
+        ("class C:\n    __match_args__ = ('__class__',)\n", {(2, policy.INTROSPECTION)}),
+        ("class C:\n    __match_args__ = ('x', 'y')\n", set()),
+        ("match x:\n    case C(__class__=c):\n        pass\n", {(2, policy.INTROSPECTION)}),
+        ("match x:\n    case C(_C=c):\n        pass\n", {(2, policy.PRIVATE)}),
+    ],
+)
 def test_holes(source: str, expected: set[tuple[int, str]]):
     assert found(source) == expected
 
 
-@pytest.mark.parametrize("source", [
-    "import torch\ndef f(x, mask):\n    return x.view(2, -1), mask.any(), torch.nn.functional.softmax(x, -1)\n",
-    "import torch\nclass A(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-    "        self.q_proj = torch.nn.Linear(2, 2)\n        self._cache = None\n"
-    "    def _split(self, x):\n        return x\n"
-    "    def forward(self, x):\n        return self._split(self.q_proj(x)), self._cache, hasattr(self, 'q_proj')\n",
-    "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass C:\n    __match_args__ = ('heads',)\n"
-    "    heads: int = 1\n    mask: 'torch.Tensor | None' = None\n",
-    "from __future__ import annotations\nimport typing\nimport torch\n"
-    "def f(x: torch.Tensor, *, kind: typing.Literal['causal', 'full'] = 'full', cb: typing.Callable[[int], int] | None"
-    " = None) -> tuple[torch.Tensor, ...]:\n    return (x,)\n",
-    "import numpy as np\nx = np.zeros(3).astype(np.float32)\ny = '{}'.format(x)\n",
-    "import torch\nwith torch.no_grad():\n    t = torch.zeros(2)\nu = t.sum().item()\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\ndef f(x, mask):\n    return x.view(2, -1), mask.any(), torch.nn.functional.softmax(x, -1)\n",
+        "import torch\nclass A(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.q_proj = torch.nn.Linear(2, 2)\n        self._cache = None\n"
+        "    def _split(self, x):\n        return x\n"
+        "    def forward(self, x):\n        return self._split(self.q_proj(x)), self._cache, hasattr(self, 'q_proj')\n",
+        "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass C:\n    __match_args__ = ('heads',)\n"
+        "    heads: int = 1\n    mask: 'torch.Tensor | None' = None\n",
+        "from __future__ import annotations\nimport typing\nimport torch\n"
+        "def f(x: torch.Tensor, *, kind: typing.Literal['causal', 'full'] = 'full', cb: typing.Callable[[int], int] | None"
+        " = None) -> tuple[torch.Tensor, ...]:\n    return (x,)\n",
+        "import numpy as np\nx = np.zeros(3).astype(np.float32)\ny = '{}'.format(x)\n",
+        "import torch\nwith torch.no_grad():\n    t = torch.zeros(2)\nu = t.sum().item()\n",
+    ],
+)
 def test_ordinary_attention_code_is_not_flagged(source: str):
     assert found(source) == set()
 
@@ -121,8 +151,12 @@ def _precision_corpus() -> list[Path]:
 def test_no_real_alternative_mistaken_or_reference_solution_gets_a_finding():
     files = _precision_corpus()
     assert len(files) > 300
-    flagged = {str(p.relative_to(REPO)): [(f.line, f.id, f.what) for f in policy.scan_source(
-        p.read_text("utf-8"), review=True)] for p in files}
+    flagged = {
+        str(p.relative_to(REPO)): [
+            (f.line, f.id, f.what) for f in policy.scan_source(p.read_text("utf-8"), review=True)
+        ]
+        for p in files
+    }
     assert {k: v for k, v in flagged.items() if v} == {}
 
 
@@ -131,15 +165,20 @@ def test_needs_review_is_a_note_that_never_fails_a_file():
     assert catalogue.get(policy.NEEDS_REVIEW).render("title", "zh")
     source = (FIXTURES / "attacks3" / "policy_needs_review.py").read_text("utf-8")
     for mode in policy.MODES:
-        diags = [d for d in check_source(get_kata("sdpa"), source, "en", policy=mode) if d.id.startswith("policy")]
+        diags = [
+            d
+            for d in check_source(get_kata("sdpa"), source, "en", policy=mode)
+            if d.id.startswith("policy")
+        ]
         assert [(d.id, d.severity) for d in diags] == [(policy.NEEDS_REVIEW, "informative")]
         assert stop_status(diags) is None
         assert len(diags[0].evidence) == 3
 
 
 def test_kata_check_shows_needs_review_as_a_note():
-    res = CliRunner().invoke(app, ["check", "sdpa", str(FIXTURES / "attacks3" / "policy_needs_review.py"),
-                                   "--json"])
+    res = CliRunner().invoke(
+        app, ["check", "sdpa", str(FIXTURES / "attacks3" / "policy_needs_review.py"), "--json"]
+    )
     import json
 
     data = json.loads(res.stdout)
