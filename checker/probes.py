@@ -21,7 +21,7 @@ import torch
 
 from attnkata.checker.autograd import backward
 from attnkata.checker.compare import assert_close, assert_close_parts, assert_no_mutation
-from attnkata.checker.proxy import Candidate, Outcome
+from attnkata.checker.proxy import Candidate, CandidateMemory, Outcome
 
 
 _salt = 0  # the running check's; 0 outside a check and in the diagnosis' own probes
@@ -136,6 +136,23 @@ def check_grads(
                                  "through differentiable ops (detach, .data or in-place writes?)")
         assert_close(got, leaves[pos].grad, case=case, what=f"gradient w.r.t. {label}")
     return outcome
+
+
+def call_within_memory(solution: Candidate, name: str, args: tuple, kwargs: dict[str, Any] | None = None, *,
+                       dense_bytes: int, fraction: float = 0.5, case: str, advice: str) -> Outcome:
+    """The `efficient` tiers' call: made in a process whose memory may grow by at most
+    `fraction` of `dense_bytes` (what one dense (L, S) float32 score matrix of the call's sizes
+    takes), a limit the kernel enforces (Candidate.call's `memory_mb`). Code that builds the
+    dense matrix fails at once on allocating it, whatever the machine's load and whatever its
+    own process reports; the references need a fraction of the allowance (bench/efficient_memory.py)."""
+    cap_mb = max(1, int(dense_bytes * fraction) >> 20)
+    try:
+        return solution.call(name, args, kwargs, memory_mb=cap_mb)
+    except CandidateMemory:
+        raise AssertionError(
+            f"{case}: your code ran out of the memory this test allows: {cap_mb} MiB beyond its inputs, while "
+            f"one dense (L, S) float32 matrix of these sizes takes {dense_bytes >> 20} MiB (the limit is "
+            f"enforced by the operating system; how long the call takes plays no part). {advice}") from None
 
 
 def assert_largest_below(outcome: Outcome, limit: int, *, case: str, advice: str, limit_name: str = "") -> None:

@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -336,11 +336,34 @@ class Candidate:
         return name in self.names
 
     def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-             grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Outcome:
-        """Call the candidate's top-level `name(*args, **kwargs)` in the child."""
+             grad_wrt: tuple[int, ...] = (), grad_output: Any = None, memory_mb: int | None = None) -> Outcome:
+        """Call the candidate's top-level `name(*args, **kwargs)` in the child.
+
+        `memory_mb`: the call runs in a fresh process of its own, loaded from the same source,
+        whose address space may grow by at most that many MiB past what the sandbox's
+        interpreter maps (RLIMIT_AS, enforced by the kernel): the efficient tiers' judge of
+        "does not materialize", which neither the machine's load nor anything the candidate's
+        process reports can change. Going past it is CandidateMemory (or whatever the code
+        raises when an allocation fails)."""
+        if memory_mb is not None:
+            return self._call_capped(name, args, kwargs or {}, memory_mb)
         with self.submit(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output) as pending:
             pass
         return pending.result()
+
+    def _call_capped(self, name: str, args: tuple, kwargs: dict[str, Any], memory_mb: int) -> Outcome:
+        self._require(name)
+        with Candidate(self.path, replace(self.limits, memory_mb=memory_mb), source=self.source) as capped:
+            # One candidate to the grader: the same time budget, and code that ran out of
+            # time (or hung up) here is not run again there, nor the other way round.
+            capped.used, capped.timed_out, capped.hung_up = self.used, self.timed_out, self.hung_up
+            try:
+                capped.start()
+                if capped.load_error is not None:
+                    raise capped.load_error
+                return capped.call(name, args, kwargs)
+            finally:
+                self.used = capped.used
 
     def submit(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
                grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Pending:

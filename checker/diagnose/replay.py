@@ -105,7 +105,7 @@ class LocalCandidate:
         return name in self.variant or hasattr(self.reference, name)
 
     def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-             grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Outcome:
+             grad_wrt: tuple[int, ...] = (), grad_output: Any = None, memory_mb: int | None = None) -> Outcome:
         return _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output)
 
     def submit(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,

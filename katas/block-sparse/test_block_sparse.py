@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from attnkata.checker.compare import assert_close, assert_equal_mask, assert_no_mutation
-from attnkata.checker.probes import assert_largest_below, check_call, randn
+from attnkata.checker.probes import assert_largest_below, call_within_memory, check_call, randn
 from attnkata.reference import block_sparse as ref
 from attnkata.reference import sdpa as dense_ref
 
@@ -133,11 +133,11 @@ def test_attention_memory(solution):
     keys = (2 * EFF["window"] + 1 + EFF["n_global"] + r) * block
     case = (f"efficiency: B=H=1, L={L}, block={block}, window={EFF['window']}, n_global={EFF['n_global']}, "
             f"r={r}, d=dv={dd}, float32 (a non-global query sees at most {keys} keys)")
-    outcome = solution.call(ATTN, args)
+    advice = (f"A query needs at most (2*window + 1 + n_global + r) * block = {keys} keys, not all {L}: do not "
+              "build an (L, L) score matrix or mask. Loop over query blocks (or over the key-block slots) and take "
+              "only the allowed key blocks; a global query block may see every key, one block of rows at a time.")
+    outcome = call_within_memory(solution, ATTN, args, dense_bytes=L * L * 4, case=case, advice=advice)
     assert_no_mutation(outcome, case=case)
-    assert_largest_below(outcome, L * L // 8, case=case, advice=(
-        f"A query needs at most (2*window + 1 + n_global + r) * block = {keys} keys, not all {L}: do not build an "
-        "(L, L) score matrix or mask. Loop over query blocks (or over the key-block slots) and take only the "
-        "allowed key blocks; a global query block may see every key, one block of rows at a time."))
+    assert_largest_below(outcome, L * L // 8, case=case, advice=advice)
     expected = ref.block_sparse_attention(*(t.double() for t in (q, k, v)), *args[3:])
     assert_close(outcome.value, expected, case=case, baseline=ref.block_sparse_attention(*args))

@@ -15,7 +15,14 @@ import pytest
 import torch
 
 from attnkata.checker.compare import assert_close_parts, assert_no_mutation
-from attnkata.checker.probes import assert_largest_below, causal, check_call, randn, random_mask
+from attnkata.checker.probes import (
+    assert_largest_below,
+    call_within_memory,
+    causal,
+    check_call,
+    randn,
+    random_mask,
+)
 from attnkata.reference import flash_attention as ref
 from attnkata.reference import sdpa as dense_ref
 
@@ -146,12 +153,13 @@ def test_tiles_only(solution):
     kwargs = {"is_causal": True, "block_q": EFF_T, "block_k": EFF_T}
     case = (f"efficiency: B=H=1, L=S={EFF_N}, d=dv={EFF_D}, float32, is_causal=True, "
             f"block_q=block_k={EFF_T}")
-    outcome = solution.call(FN, (q, k, v), kwargs)
+    advice = (f"A tile of scores is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build an (L, S) score matrix "
+              "or mask: loop over query tiles and key tiles, build each tile's causal/mask block from "
+              "positions, and keep only the running max, sum and output per query row")
+    outcome = call_within_memory(solution, FN, (q, k, v), kwargs, dense_bytes=EFF_N * EFF_N * 4, case=case,
+                                 advice=advice)
     assert_no_mutation(outcome, case=case)
-    assert_largest_below(outcome, EFF_N * EFF_N // 8, case=case, limit_name="L*S/8", advice=(
-        f"A tile of scores is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build an (L, S) score matrix "
-        "or mask: loop over query tiles and key tiles, build each tile's causal/mask block from "
-        "positions, and keep only the running max, sum and output per query row"))
+    assert_largest_below(outcome, EFF_N * EFF_N // 8, case=case, limit_name="L*S/8", advice=advice)
     expected = ref.flash_attention(q.double(), k.double(), v.double(), **kwargs)
     assert_close_parts(outcome.value, expected, case=case, names=PARTS,
                        baseline=ref.flash_attention(q, k, v, **kwargs))

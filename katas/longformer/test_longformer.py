@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from attnkata.checker.compare import assert_close, assert_equal_mask, assert_no_mutation
-from attnkata.checker.probes import assert_largest_below, check_call, randn
+from attnkata.checker.probes import assert_largest_below, call_within_memory, check_call, randn
 from attnkata.reference import longformer as ref
 from attnkata.reference import sdpa as dense_ref
 
@@ -137,11 +137,12 @@ def test_attention_memory(solution):
     args = (q, k, v, w, gidx, pad)
     case = (f"efficiency: B=H=1, L={L}, window={w}, global_idx={EFF['global']}, d=dv={dd}, float32, "
             "the last 100 keys padded")
-    outcome = solution.call(ATTN, args)
+    advice = (f"A non-global query needs only its 2*window + 1 = {2 * w + 1} window keys plus the {len(gidx)} global "
+              "keys: do not build an (L, L) score matrix or mask. Score the band (pad + unfold, or chunks of queries "
+              "with the keys they reach), score the global keys as extra columns, and compute the few global rows "
+              "densely.")
+    outcome = call_within_memory(solution, ATTN, args, dense_bytes=L * L * 4, case=case, advice=advice)
     assert_no_mutation(outcome, case=case)
-    assert_largest_below(outcome, L * L // 8, case=case, advice=(
-        f"A non-global query needs only its 2*window + 1 = {2 * w + 1} window keys plus the {len(gidx)} global keys: "
-        "do not build an (L, L) score matrix or mask. Score the band (pad + unfold, or chunks of queries with "
-        "the keys they reach), score the global keys as extra columns, and compute the few global rows densely."))
+    assert_largest_below(outcome, L * L // 8, case=case, advice=advice)
     expected = ref.longformer_attention(q.double(), k.double(), v.double(), w, gidx, pad)
     assert_close(outcome.value, expected, case=case, baseline=ref.longformer_attention(*args))

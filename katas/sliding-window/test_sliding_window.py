@@ -11,7 +11,14 @@ import pytest
 import torch
 
 from attnkata.checker.compare import assert_close, assert_no_mutation
-from attnkata.checker.probes import assert_largest_below, causal, check_call, check_grads, randn
+from attnkata.checker.probes import (
+    assert_largest_below,
+    call_within_memory,
+    causal,
+    check_call,
+    check_grads,
+    randn,
+)
 from attnkata.reference import sdpa as dense_ref
 from attnkata.reference import sliding_window as ref
 
@@ -155,12 +162,13 @@ def test_band_only(solution):
     q, k, v = (randn(1, 1, EFF_L, EFF_D, seed=s, dtype=torch.float32) for s in (40, 41, 42))
     case = (f"efficiency: B=H=1, L=S={EFF_L}, d=dv={EFF_D}, float32, window {window} "
             f"(each query sees {window[0] + 1} keys)")
-    outcome = solution.call(FN, (q, k, v, window))
-    assert_no_mutation(outcome, case=case)
     band = EFF_L * (window[0] + 1 + window[1])
-    assert_largest_below(outcome, EFF_L * EFF_L // 2, case=case, limit_name="L*S/2", advice=(
-        f"Only the band matters: {EFF_L} queries x {window[0] + 1 + window[1]} keys = {band:,} scores. "
-        "Do not build an (L, S) score matrix or mask: pad K and V and take one window of keys per "
-        "query (unfold / gather), or loop over blocks of queries with only the keys their windows reach"))
+    advice = (f"Only the band matters: {EFF_L} queries x {window[0] + 1 + window[1]} keys = {band:,} scores. "
+              "Do not build an (L, S) score matrix or mask: pad K and V and take one window of keys per "
+              "query (unfold / gather), or loop over blocks of queries with only the keys their windows reach")
+    outcome = call_within_memory(solution, FN, (q, k, v, window), dense_bytes=EFF_L * EFF_L * 4, case=case,
+                                 advice=advice)
+    assert_no_mutation(outcome, case=case)
+    assert_largest_below(outcome, EFF_L * EFF_L // 2, case=case, limit_name="L*S/2", advice=advice)
     expected = ref.sliding_window_attention(q.double(), k.double(), v.double(), window)
     assert_close(outcome.value, expected, case=case, baseline=ref.sliding_window_attention(q, k, v, window))
