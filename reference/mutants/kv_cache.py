@@ -38,7 +38,7 @@ class REFERENCE:
 
 @dataclass(frozen=True)
 class Knobs:
-    """positions: "offset" (P + i) or "restart" (i). store: "kv" (Hkv heads), "repeated"
+    """positions: "offset" (P + i), "restart" (i) or "restart-multi" (i when L > 1). store: "kv" (Hkv heads), "repeated"
     (expanded to H heads before the concatenation) or "seq-first" (Meta's cache_k layout
     (B, S, Hkv, d): new keys joined on its dim 1, the cache returned so). cat_dim: the concatenation dim.
     rope_v: values rotated too. rerotate: None, "after-cat" (the concatenated keys rotated at
@@ -73,7 +73,9 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: Any = None) -> A
     H_, Hkv, d = m.n_heads, m.n_kv_heads, m.head_dim
     g = H_ // Hkv
     P = 0 if cache is None else cache[0].shape[2]
-    new_pos = torch.arange(L) if knobs.positions == "restart" else torch.arange(P, P + L)
+    # "restart-multi": only a call with L > 1 restarts (a prompt branch; the L == 1 branch is right)
+    restart = knobs.positions == "restart" or (knobs.positions == "restart-multi" and L > 1)
+    new_pos = torch.arange(L) if restart else torch.arange(P, P + L)
 
     def expand(t: torch.Tensor) -> torch.Tensor:
         return t.repeat(1, g, 1, 1) if knobs.kv_order == "repeat" else t.repeat_interleave(g, dim=1)
@@ -128,7 +130,7 @@ def variant(**changes: Any) -> type[nn.Module]:
 
 
 MUTANTS: dict[str, list[type[nn.Module]]] = {
-    "cache-positions-restart": [variant(positions="restart")],
+    "cache-positions-restart": [variant(positions="restart"), variant(positions="restart-multi")],
     "cache-stores-repeated-heads": [variant(store="repeated")],
     "cache-concat-wrong-dim": [*(variant(cat_dim=dim) for dim in (1, -1, 0)), variant(store="seq-first")],
     "rope-on-values": [variant(rope_v=True)],

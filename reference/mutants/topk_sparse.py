@@ -37,7 +37,7 @@ def attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, top_k: int, mask: torch.Tensor | None = None,
     scale: float | None = None, *, default_scale: Callable[[torch.Tensor], float] = _sdpa_scale,
     honour_scale: bool = True, select: str = "masked", dim: int = -1, k_shift: int = 0,
-    renormalize: bool = True, softmax: str = "safe", smallest: str | None = None,
+    renormalize: bool = True, softmax: str = "safe", smallest: str | None = None, unguarded: bool = False,
 ) -> torch.Tensor:
     """Top-k attention with knobs. select: "masked" (top-k of the masked scores), "raw"
     (top-k of the unmasked scores, masked afterwards: topk-before-mask) or "raw-values"
@@ -60,18 +60,22 @@ def attention(
         sparse = raw.masked_fill(~keep, NEG)
     else:
         sparse = masked.masked_fill(~keep, NEG)
+    if unguarded:  # an empty row's 0 / 0 left as NaN, whatever else the softmax does
+        softmax = {"safe": "torch", "naive": "naive-unguarded"}.get(softmax, softmax)
     if not renormalize:  # softmax over every allowed key, then the dropped weights zeroed
         return (_softmax(masked, softmax) * keep) @ v
     return _softmax(sparse, softmax) @ v
 
 
 def _softmax(scores: torch.Tensor, kind: str) -> torch.Tensor:
+    """kind: "safe" (the contract's), "torch" (torch.softmax: NaN for an empty row), "naive"
+    (no max shift, empty rows guarded) or "naive-unguarded" (exp / sum: both)."""
     if kind == "torch":
         return torch.softmax(scores, dim=-1)
-    if kind == "naive":  # no max shift, empty rows guarded
+    if kind.startswith("naive"):  # no max shift
         e = torch.exp(scores)
         z = e.sum(dim=-1, keepdim=True)
-        return e / torch.where(z > 0, z, torch.ones_like(z))
+        return e / z if kind == "naive-unguarded" else e / torch.where(z > 0, z, torch.ones_like(z))
     m = scores.amax(dim=-1, keepdim=True)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     e = torch.exp(scores - m)
@@ -93,7 +97,7 @@ MUTANTS = {
     "scale-by-d-model": [_m(default_scale=f, honour_scale=h) for f in (_d_model_scale, _shape1_scale)
                          for h in (True, False)],
     "missing-scale": [_m(default_scale=lambda q: 1.0), _m(default_scale=lambda q: 1.0, honour_scale=False)],
-    "fully-masked-row-nan": _m(softmax="torch"),
+    "fully-masked-row-nan": [_m(softmax="torch"), _m(unguarded=True)],
     "unstable-softmax": _m(softmax="naive"),
 }
 
