@@ -65,23 +65,27 @@ def test_clean_removes_whole_sequences_and_keeps_newline_tab_and_text():
     assert not controls(clean("".join(map(chr, range(0x00, 0xA0)))))
 
 
-def test_clean_data_copies_results_without_changing_the_original():
-    result = Result(
-        kata="sdpa",
-        solution="evil\x1b[2J.py",
-        status="fail",
-        tests=[Outcome(id="t", tier="core", status="fail", message=EVIL)],
-    )
+def _evil_result() -> Result:
+    """A result whose every candidate-derived string carries escapes."""
+    result = Result(kata="sdpa", solution=f"evil{EVIL}.py", status="fail")
+    result.tests.append(Outcome(id="t", tier="core", status="fail", message=EVIL))
+    ref = SourceRef(line=1, text=EVIL)
     result.diagnostics.append(
         Diagnostic(
             id="x",
             severity="essential",
-            title="T\x1b]0;x\x07",
+            title=EVIL,
             explanation=EVIL,
+            fix=EVIL,
             evidence=[EVIL],
-            source=[SourceRef(line=1, text=EVIL)],
+            source=[ref],
         )
     )
+    return result
+
+
+def test_clean_data_copies_results_without_changing_the_original():
+    result = _evil_result()
     cleaned = clean_data(result)
     assert not controls(
         json.dumps(cleaned.to_dict(), ensure_ascii=False).replace("\\n", "").replace("\\t", "")
@@ -109,34 +113,14 @@ def test_a_forced_colour_console_writes_rich_codes_but_not_the_candidates():
 
 
 def test_html_of_a_result_has_no_control_characters():
-    result = Result(
-        kata="sdpa",
-        solution="evil.py",
-        status="fail",
-        tests=[Outcome(id="t", tier="core", status="fail", message=EVIL)],
-    )
-    result.diagnostics.append(
-        Diagnostic(
-            id="x",
-            severity="essential",
-            title=EVIL,
-            explanation=EVIL,
-            fix=EVIL,
-            evidence=[EVIL],
-            source=[SourceRef(line=1, text=EVIL)],
-        )
-    )
-    assert not controls(result_html(result, source=EVIL))
+    assert not controls(result_html(_evil_result(), source=EVIL))
 
 
 # -- kata check, end to end -------------------------------------------------------------------
 def test_there_are_escape_attacks():
-    assert {p.stem for p in ESCAPES} >= {
-        "escape_raise",
-        "escape_class_name",
-        "escape_print_exit",
-        "escape_wrong_value",
-    }
+    # in the message, in the exception's class name, in the printed output, in the source
+    wanted = "escape_raise escape_class_name escape_print_exit escape_wrong_value".split()
+    assert set(wanted) <= {p.stem for p in ESCAPES}
 
 
 @pytest.mark.parametrize("path", ESCAPES, ids=lambda p: p.stem)

@@ -7,7 +7,8 @@ real, alternative, mistaken or reference solution gets a finding (the policy's p
 
 from __future__ import annotations
 
-import re
+import io
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,13 @@ def found(source: str) -> set[tuple[int, str]]:
 
 
 def _markers(source: str) -> set[tuple[int, str]]:
-    want = set()
-    for i, line in enumerate(source.splitlines(), 1):
-        m = re.search(r"# policy: ([\w, -]+?)(?:\s*#|$)", line)
-        if m:
-            want |= {(i, mid.strip()) for mid in m.group(1).split(",")}
+    """What an attack expects: each `# policy: id[, id]` comment (a comment token, never text in
+    a string), by its line."""
+    want: set[tuple[int, str]] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT and tok.string.startswith("# policy:"):
+            ids = tok.string.removeprefix("# policy:").split("#")[0]
+            want |= {(tok.start[0], mid.strip()) for mid in ids.split(",")}
     return want
 
 
