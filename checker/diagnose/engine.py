@@ -38,7 +38,6 @@ from attnkata.checker.proxy import (
     CandidateMemory,
     CandidateRaised,
     CandidateTimeout,
-    Limits,
 )
 from attnkata.checker.weights import LAYOUT_TEXT
 
@@ -235,8 +234,15 @@ class Engine:
     def probe_candidate(self) -> None:
         assert self.spec is not None
         saved = self.candidate.limits
-        self.candidate.limits = Limits(call_timeout=min(saved.call_timeout, PROBE_CALL_TIMEOUT),
-                                       total_timeout=saved.total_timeout, memory_mb=saved.memory_mb)
+        total = saved.total_timeout
+        saved_timed_out = set(self.candidate.timed_out)
+        if self.result.status == TIMEOUT:
+            # Code too slow for the graders' sizes may still take the probes' tiny ones: each
+            # call gets the probes' own leash, on top of what the tests used.
+            self.candidate.timed_out.clear()
+            total = max(total, self.candidate.used + PROBE_TIME_BUDGET + PROBE_CALL_TIMEOUT)
+        self.candidate.limits = replace(saved, call_timeout=min(saved.call_timeout, PROBE_CALL_TIMEOUT),
+                                        total_timeout=total)
         t0 = time.perf_counter()
         try:
             stop = ""
@@ -253,6 +259,7 @@ class Engine:
                     stop = f"stopped after {type(obs.failure).__name__}"
         finally:
             self.candidate.limits = saved
+            self.candidate.timed_out |= saved_timed_out
 
     def from_behaviour(self) -> None:
         """Which catalogued mistakes the candidate's outputs reproduce. Each probe is judged on
@@ -796,7 +803,7 @@ class Engine:
 
     def run(self) -> list[Diagnostic]:
         self.from_runner()
-        if self.spec is not None and self.result.status != TIMEOUT and self.candidate.load_error is None:
+        if self.spec is not None and self.candidate.load_error is None:
             self.probe_candidate()
             before = self.findings.copy_all()
             self.from_behaviour()

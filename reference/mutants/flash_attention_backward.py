@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import torch
 
-from attnkata.checker.diagnose.probes import Probe, strict_mask, with_empty_rows
+from attnkata.checker.diagnose.probes import Probe, resized, strict_mask, with_empty_rows
 from attnkata.checker.probes import randn
 from attnkata.reference import flash_attention as fwd
 from attnkata.reference import flash_attention_backward as ref
@@ -129,6 +130,17 @@ def probes() -> list[Probe]:
                dtype=torch.float32, lead=(1, 1), dims=(16, 16), tiles=128,
                budget=("materializes-full-scores", n * n // 8), is_causal=True),
     ]
+
+
+def alternatives(probe: Probe) -> list[Probe]:
+    """For code that takes only dv == d: the probe with dv = d (the forward's out and lse,
+    and dout, made again for those values)."""
+    q, k, v = probe.args[:3]
+    if probe.budget is not None or v.shape[-1] == q.shape[-1]:
+        return []
+    wide = resized(replace(probe, args=(q, k, v)), dv=q.shape[-1], label="dv = d", label_zh="dv = d")
+    args = backward_args(*wide.args, seed=7, **{k_: v_ for k_, v_ in probe.kwargs.items()})
+    return [replace(wide, args=args)]
 
 
 REFERENCE = ref

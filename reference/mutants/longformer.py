@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.diagnose.probes import Probe, resized
 from attnkata.checker.probes import randn
 from attnkata.reference import longformer as ref
 
@@ -54,8 +54,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, gl
             spared = torch.zeros(L, L, dtype=torch.bool, device=q.device)
             cols = is_global.unsqueeze(0).expand(L, L)
             if padding.startswith("far"):  # banded code: a global key inside the window is a band key
-                pos = torch.arange(L, device=q.device)
-                cols = cols & ((pos.unsqueeze(1) - pos.unsqueeze(0)).abs() > window)
+                band_knobs = {k: v for k, v in knobs.items() if k != "globals_"}
+                band = pattern(L, window, torch.zeros(0, dtype=torch.long), q.device, **band_knobs)
+                cols = cols & ~band
             if padding in ("keys", "both", "far-keys", "far-both"):
                 spared = spared | cols
             if padding in ("rows", "both", "far-both"):
@@ -86,7 +87,7 @@ MUTANTS = {
     "global-one-direction": _placed({"globals_": "rows"}, {"globals_": "cols"}),
     "longformer-window-as-total": _placed({"halve": True}),
     "window-off-by-one": _placed({"lo_shift": 1, "hi_shift": 1}, {"lo_shift": -1, "hi_shift": -1},
-                                 {"lo_shift": 1}, {"hi_shift": 1}),
+                                 {"lo_shift": 1}, {"hi_shift": 1}, {"hi_shift": -1}, {"lo_shift": -1}),
     "padding-ignores-global": [{ATTN: partial(attention, padding=where)} for where in ("keys", "rows", "both", "far-keys", "far-both")],
     "padded-queries-zeroed": {ATTN: partial(attention, zero_padded_queries=True)},
 }
@@ -151,6 +152,13 @@ def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: An
     from attnkata.checker.diagnose import catalogue
 
     return {"grid_caption": GRID_CAPTION} if catalogue.get(mid).grid and mid in MUTANTS else {}
+
+
+def alternatives(probe: Probe) -> list[Probe]:
+    """For code that takes only dv == d: the attention probes with dv = d."""
+    if probe.entry != ATTN or probe.budget is not None or probe.args[2].shape[-1] == probe.args[0].shape[-1]:
+        return []
+    return [resized(probe, dv=probe.args[0].shape[-1], label="dv = d", label_zh="dv = d")]
 
 
 REFERENCE = ref

@@ -9,7 +9,7 @@ from functools import partial
 
 import torch
 
-from attnkata.checker.diagnose.probes import Probe, strict_mask, with_empty_rows
+from attnkata.checker.diagnose.probes import Probe, resized, strict_mask, with_empty_rows
 from attnkata.checker.probes import randn
 from attnkata.reference import topk_sparse as ref
 
@@ -154,6 +154,13 @@ def probes() -> list[Probe]:
         Probe("kept-keys grid, top_k=3 (V = I)", ENTRY, (grid_q, grid_k, grid_v, 3), {"mask": short_rows(421)},
               params={**SIZES, "top_k": 3, "dv": S}, grid="weights", name_zh="保留键网格，top_k=3（V = I）"),
     ]
+
+
+def alternatives(probe: Probe) -> list[Probe]:
+    """For code that takes only dv == d: the probes with dv = d (not the grid, whose V = I)."""
+    if probe.grid is not None or probe.args[2].shape[-1] == probe.args[0].shape[-1]:
+        return []
+    return [resized(probe, dv=probe.args[0].shape[-1], label="dv = d", label_zh="dv = d")]
 
 
 REFERENCE = ref
