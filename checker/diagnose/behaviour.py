@@ -68,6 +68,28 @@ def flatten(value: Any) -> tuple[Any, np.ndarray] | None:
     return None
 
 
+# An output this much larger than the reference's (elements) is simply "differs": it is never
+# converted to float64 (a 64 MiB uint8 reply would take 512 MiB), so the diagnosis' memory
+# stays bounded by the probes' own sizes.
+SIZE_MARGIN, SIZE_SLACK = 4, 4096
+
+
+def numel(value: Any) -> int:
+    """How many elements `flatten(value)` would hold, without converting anything."""
+    if isinstance(value, torch.Tensor):
+        return value.numel()
+    if isinstance(value, np.ndarray):
+        return int(value.size)
+    if isinstance(value, tuple | list):
+        return sum(numel(v) for v in value)
+    return 1
+
+
+def oversized(obs: Observed, n: int) -> bool:
+    """The output is far larger than the reference's `n` elements: not worth converting."""
+    return obs.ok and numel(obs.value) > SIZE_MARGIN * n + SIZE_SLACK
+
+
 def flat(obs: Observed) -> tuple[Any, np.ndarray] | None:
     """flatten(obs.value), kept on the observation: the reference's and the mutants' outputs
     live as long as the process (engine._local_observations), and a `kata watch` re-check
@@ -111,6 +133,8 @@ def differs(a: Observed, b: Observed, n: int) -> np.ndarray:
     if a.error is not None or b.error is not None:
         if a.error is not None and b.error is not None and _norm_error(a.error) == _norm_error(b.error):
             out[:] = False
+        return out
+    if oversized(a, n) or oversized(b, n):
         return out
     fa, fb = flat(a), flat(b)
     if fa is None or fb is None:
@@ -296,7 +320,7 @@ def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:
     """At `where`, `obs` is non-finite or off by more than 10% (an overflow, a NaN, a zeroed
     row), or finite where the reference is not (a finite lse for an empty row), not a
     rounding difference."""
-    if not where[:n].any():
+    if not where[:n].any() or oversized(obs, n):
         return True
     fo, fr = (flat(obs) if obs.ok else None), (flat(ref) if ref.ok else None)
     if fo is None or fr is None or fo[1].size != n or fr[1].size != n:
@@ -309,7 +333,7 @@ def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:
 
 def _nonfinite(obs: Observed, n: int) -> np.ndarray:
     out = np.zeros(n + 1, dtype=bool)
-    f = flat(obs) if obs.ok else None
+    f = flat(obs) if obs.ok and not oversized(obs, n) else None
     if f is not None and f[1].size == n:
         out[:n] = ~np.isfinite(f[1])
     return out

@@ -887,6 +887,11 @@ def _frame_refs(obs: Observed, src: Source) -> list[SourceRef]:
 def _equal(a: Any, b: Any) -> bool:
     from attnkata.checker.diagnose.behaviour import flatten
 
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):  # compared as they are (no float64 copy)
+        if a.shape != b.shape or a.dtype != b.dtype or a.is_complex():
+            return a.shape == b.shape and a.dtype == b.dtype and bool((a == b).all())
+        a, b = a.detach().cpu(), b.detach().cpu()
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
     fa, fb = flatten(a), flatten(b)
     if fa is None or fb is None:
         return a is b
