@@ -110,6 +110,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "fail_no_grads": ("no gradients: {detail}", "没有梯度：{detail}"),
     "fail_after_timeout": ("not run: `{name}` already ran into the time limit in an earlier test (an infinite loop?)",
                            "未运行：`{name}` 在之前的测试中已经超时（死循环？）"),
+    "fail_after_garbled": ("not run: `{name}` sent back an unreadable reply in an earlier test",
+                           "未运行：`{name}` 在之前的测试中传回了无法读取的数据"),
     "fail_after_hang_up": ("not run: `{name}` closed its connection to the grader in an earlier test and stayed alive",
                            "未运行：`{name}` 在之前的测试中关闭了与评测进程的连接且没有退出"),
     "fail_too_large": ("your process sent back {detail} while {doing}; it was stopped",

@@ -82,6 +82,12 @@ class CandidateHungUp(CandidateCrashed):
     """It closed its channel to the grader and stayed alive (a hang in disguise): stopped."""
 
 
+class CandidateGarbled(CandidateCrashed):
+    """It sent back a reply that is too large, malformed or of the wrong shape: stopped, and
+    the same code is not run again (such a reply is built on purpose, and rebuilding a 60 MB
+    one for every test only wastes the grader's time)."""
+
+
 class CandidateExited(CandidateFailure):
     """sys.exit / SystemExit raised from candidate code."""
 
@@ -254,8 +260,10 @@ class Candidate:
         # Entry points that already ran into the per-call limit: later calls of the same code
         # are reported as not run at once, instead of each waiting out the limit again.
         self.timed_out: set[str] = set()
-        # The same for code that closed its channel to the grader and stayed alive.
+        # The same for code that closed its channel to the grader and stayed alive, and for
+        # code that sent back a reply that could not be read.
         self.hung_up: set[str] = set()
+        self.garbled: set[str] = set()
         self._zygote: Any = None
         self._spawn: Any = None
         self._log_path: str | None = None
@@ -356,7 +364,8 @@ class Candidate:
         with Candidate(self.path, replace(self.limits, memory_mb=memory_mb), source=self.source) as capped:
             # One candidate to the grader: the same time budget, and code that ran out of
             # time (or hung up) here is not run again there, nor the other way round.
-            capped.used, capped.timed_out, capped.hung_up = self.used, self.timed_out, self.hung_up
+            capped.used, capped.timed_out, capped.hung_up, capped.garbled = (
+                self.used, self.timed_out, self.hung_up, self.garbled)
             try:
                 capped.start()
                 if capped.load_error is not None:
@@ -419,6 +428,8 @@ class Candidate:
             raise CandidateTimeout(phrase("fail_after_timeout", name=target))
         if target in self.hung_up:
             raise CandidateCrashed(phrase("fail_after_hang_up", name=target))
+        if target in self.garbled:
+            raise CandidateCrashed(phrase("fail_after_garbled", name=target))
         self.ensure_started()  # (re)starts a process stopped by an earlier failure
         remaining = self.limits.total_timeout - self.used
         if remaining <= 0:
@@ -440,6 +451,10 @@ class Candidate:
         except CandidateHungUp:
             if target:
                 self.hung_up.add(target)  # a hang in disguise: not waited for again
+            raise
+        except CandidateGarbled:
+            if target:
+                self.garbled.add(target)
             raise
         if not reply.get("ok"):
             raise self._failure(reply, doing)
@@ -474,16 +489,16 @@ class Candidate:
             raise self._crashed(doing) from None
         except wire.FrameTooLarge as exc:
             self._kill()
-            raise CandidateCrashed(phrase("fail_too_large", doing=doing, detail=str(exc))) from None
+            raise CandidateGarbled(phrase("fail_too_large", doing=doing, detail=str(exc))) from None
         except wire.WireError as exc:
             self._kill()
-            raise CandidateCrashed(phrase("fail_unreadable", doing=doing, detail=str(exc)[:200])) from None
+            raise CandidateGarbled(phrase("fail_unreadable", doing=doing, detail=str(exc)[:200])) from None
         self.used += time.monotonic() - t0
         try:
             return replies.clean(reply, self._op)
         except replies.BadReply as exc:
             self._kill()
-            raise CandidateCrashed(phrase("fail_unreadable", doing=doing, detail=str(exc))) from None
+            raise CandidateGarbled(phrase("fail_unreadable", doing=doing, detail=str(exc))) from None
 
     def _crashed(self, doing: Phrase) -> CandidateCrashed:
         spawn = self._spawn

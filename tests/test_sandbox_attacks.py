@@ -107,7 +107,9 @@ POLICY_ONLY = {"pop_modes.py"}
 # attacks are never run against it here (README: threat model).
 FALLBACK_SAFE = {"close_channel.py", "half_frame.py", "huge_frame.py", "print_flood.py", "tiny_view.py",
                  "forge_fds.py", "hide_mutation.py", "aten_composite.py", "rewrite_own_file.py",
-                 "forge_stdout.py", "gc_frames.py"}
+                 "forge_stdout.py", "gc_frames.py", "json_bomb.py", "json_deep.py", "hostile_fields.py",
+                 "hostile_trace.py", "hostile_device.py", "long_type_name.py", "utf7_cookie.py",
+                 "public_composite.py", "mha_forward_direct.py"}
 GRADER_GROWTH_LIMIT = 300 << 20  # bytes of RSS the grading process may gain from one attack
 
 
