@@ -96,6 +96,7 @@ _ESCAPE_ATTRS = frozenset({
     "__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__", "__bases__", "__base__",
     "__mro__", "__dict__", "__getattribute__", "__traceback__", "__loader__", "__spec__", "__import__",
     "__self__", "__func__", "__defaults__", "__kwdefaults__", "__reduce__", "__reduce_ex__", "__objclass__",
+    "__getattr__", "__setattr__", "__delattr__", "__get__", "__set__", "__wrapped__", "__annotations__",
     "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "gi_frame", "gi_code", "cr_frame", "cr_code",
     "ag_frame", "ag_code", "tb_frame", "tb_next", "co_code", "co_consts", "co_names",
     "ctypes",  # an array's raw pointer (`arr.ctypes.data`)
@@ -121,6 +122,18 @@ _BANNED_ANYWHERE: dict[str, str] = {
                              "genfromtxt", "fromfile")},
     **_COMPONENT_IDS,
 }
+
+# Private names of torch's and NumPy's own objects: never the candidate's, even on its `self`
+# (a method's `self` can be made any object: `A.peek(torch)`, `peek.__get__(torch)`).
+_LIBRARY_PRIVATE = frozenset({
+    "_C", "_VF", "_ops", "_dynamo", "_inductor", "_prims", "_prims_common", "_refs", "_decomp", "_library",
+    "_higher_order_ops", "_jit_internal", "_utils", "_utils_internal", "_tensor", "_cdata", "_python_dispatch",
+    "_subclasses", "_functorch", "_guards", "_logging", "_classes", "_lazy", "_export", "_sources", "_vmap_internals",
+    "_weights_only_unpickler", "_import_utils", "_meta_registrations", "_namedtensor_internals", "_torch_docs",
+    "_modules", "_parameters", "_buffers", "_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+    "_global_forward_hooks", "_apply", "_core", "_multiarray_umath", "_pytesttester", "_globals",
+    "_distributor_init", "_typing", "_mat", "_base", "_version", "_grad_fn", "_backward_hooks",
+})
 
 # Decorators after which a method's first parameter is still the instance (or class) it is
 # called on; any other decorator may call the function with an object of its choosing.
@@ -214,6 +227,7 @@ class _Scan:
         self.own_attrs: set[str] = set()  # attribute names the candidate's own objects get from the file
         self.own_self: set[int] = set()  # id() of `self`/`cls` loads that are a method's own instance
         self.self_private: dict[str, set[str]] = {}  # class -> its methods that touch `self._private`
+        self.class_names: dict[str, set[str]] = {}  # name -> the file's classes it may stand for
         self.locals: dict[int, frozenset[str]] = {}  # id(function or comprehension) -> its local names
         self.called: set[int] = set()  # id() of `getattr` names that are called, not passed around
         self.future_annotations = False  # `from __future__ import annotations`: every annotation is a string
@@ -274,6 +288,16 @@ class _Scan:
                 mentioned = self.mentioned(value)
                 for name in _bound_names(target) if mentioned else ():
                     self.may_be.setdefault(name, set()).update(mentioned)
+        # `K = A`: a name for one of the file's classes.
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ClassDef):
+                self.class_names.setdefault(node.name, set()).add(node.name)
+        for _ in range(3):
+            for target, value in aliases:
+                classes = set().union(*[self.class_names.get(n.id, set()) for n in ast.walk(value)
+                                        if isinstance(n, ast.Name)])
+                for name in _bound_names(target) if classes else ():
+                    self.class_names.setdefault(name, set()).update(classes)
         # What the candidate's own objects are given by the file: `self._cache = ...`,
         # `self.register_buffer("_mask", ...)`, `setattr(self, "_w", ...)`.
         for node in ast.walk(self.tree):
@@ -491,15 +515,8 @@ class _Scan:
         if mid:
             self.add(mid, node, what)
             return
-        base = node.value
-        # A method taken from its class (`A.peek`, `type(x).peek`): its `self` is then any object.
-        owner = base.id if isinstance(base, ast.Name) else None
-        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type" or \
-                isinstance(base, ast.Attribute) and base.attr == "__class__":
-            owner = "*"
-        users = set().union(*self.self_private.values()) if owner == "*" else self.self_private.get(owner or "", ())
-        if node.attr in users:
-            self.add(PRIVATE, node, f"{ast.unparse(base)[:60]}.{node.attr} (a method taken from its class: "
+        if self.unbound_method(node.value, node.attr):
+            self.add(PRIVATE, node, f"{ast.unparse(node.value)[:60]}.{node.attr} (a method taken from its class: "
                                     "its self can be any object)")
 
     def judge_attribute(self, base: ast.AST, attr: str, how: str = "") -> tuple[str | None, str]:
@@ -526,9 +543,20 @@ class _Scan:
     def judge_name(self, attr: str, base: ast.AST, shown: str) -> tuple[str | None, str]:
         if attr in _ESCAPE_ATTRS:
             return INTROSPECTION, shown
-        if attr.startswith("_") and not _is_dunder(attr) and not (self.is_own(base) and attr in self.own_attrs):
+        if attr.startswith("_") and not _is_dunder(attr) and not (
+                self.is_own(base) and attr in self.own_attrs and attr not in _LIBRARY_PRIVATE):
             return PRIVATE, shown
         return None, ""
+
+    def unbound_method(self, base: ast.AST, attr: str) -> bool:
+        """Whether `base.attr` takes a method that reads `self._private` from its class (`A.peek`,
+        an alias of `A`, `type(x).peek`, `x.__class__.peek`): called so, its `self` is any object."""
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type" or \
+                isinstance(base, ast.Attribute) and base.attr == "__class__":
+            return any(attr in users for users in self.self_private.values())
+        if isinstance(base, ast.Name):
+            return any(attr in self.self_private.get(c, ()) for c in self.class_names.get(base.id, ()))
+        return False
 
     def visit_call(self, node: ast.Call, scopes: tuple[frozenset[str], ...]) -> None:
         func = node.func
@@ -564,6 +592,8 @@ class _Scan:
         mid, what = self.judge_attribute(obj, attr, how)
         if mid:
             self.add(mid, node, what)
+        elif self.unbound_method(obj, attr):
+            self.add(PRIVATE, node, f"{how} (a method taken from its class: its self can be any object)")
 
     def visit_match_args(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
         """`__match_args__` turns a positional `case C(x)` into `getattr(obj, name)` for each

@@ -100,6 +100,17 @@ def test_each_attack_is_flagged_with_its_id_on_its_line(path: Path):
             "class A:\n    _w = 1\n    def f(self):\n        return self._w\nA.f(1)\n",
             {(5, policy.PRIVATE)},
         ),
+        ("class A:\n    def f(self):\n        self._modules = 1\n", {(3, policy.PRIVATE)}),
+        (
+            "class A:\n    def f(self):\n        return self._w\n    def g(self):\n        self._w = 1\nK = A\nK.f(1)\n",
+            {(7, policy.PRIVATE)},
+        ),
+        (
+            "def f(self):\n    return self._C\nx = f.__get__(1)\n",
+            {(2, policy.PRIVATE), (3, policy.INTROSPECTION)},
+        ),
+        ("import torch\nx = torch.__getattr__('ops')\n", {(2, policy.INTROSPECTION)}),
+        ("def f(x):\n    pass\nf.__annotations__['x'] = 'int'\n", {(3, policy.INTROSPECTION)}),
         # annotations
         ("def f(x: 'torch.Tensor') -> 'int | None':\n    pass\n", set()),
         ("def f(x: 'print(1) or int'):\n    pass\n", {(1, policy.DYNAMIC)}),
