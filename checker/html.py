@@ -1,4 +1,4 @@
-"""One result as self-contained HTML (notebooks: `Result._repr_html_`): the verdict, the tests
+"""One result as self-contained HTML (notebooks: registered by cli/notebook.py): the verdict, the tests
 by tier, and each diagnosis with its explanation, fix, the candidate's own lines and the
 pictures (mask grids, head maps) as HTML tables."""
 
@@ -11,15 +11,39 @@ from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_bloc
 from attnkata.checker.textsafe import clean, clean_data
 
 MAX_DIAGNOSTICS = 3
-_COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "error": "#cf222e", "timeout": "#9a6700", "skip": "#6e7781"}
+_COLOURS = {
+    "pass": "#1a7f37",
+    "fail": "#cf222e",
+    "error": "#cf222e",
+    "timeout": "#9a6700",
+    "skip": "#6e7781",
+}
 _MARKS = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
 _LABELS = {
-    "en": {"fix": "Fix", "evidence": "Evidence", "tests": "tests", "expected": "expected", "got": "yours",
-           "heads": "KV head used by each query head", "line": "line", "isolation": "isolation",
-           "grid": "which keys each query may attend (rows = queries, columns = keys)", "passed": "passed"},
-    "zh": {"fix": "修改建议", "evidence": "依据", "tests": "测试", "expected": "应为", "got": "你的",
-           "heads": "每个查询头使用的 KV 头", "line": "行", "isolation": "隔离方式",
-           "grid": "每个查询能关注哪些键（行 = 查询，列 = 键）", "passed": "通过"},
+    "en": {
+        "fix": "Fix",
+        "evidence": "Evidence",
+        "tests": "tests",
+        "expected": "expected",
+        "got": "yours",
+        "heads": "KV head used by each query head",
+        "line": "line",
+        "isolation": "isolation",
+        "grid": "which keys each query may attend (rows = queries, columns = keys)",
+        "passed": "passed",
+    },
+    "zh": {
+        "fix": "修改建议",
+        "evidence": "依据",
+        "tests": "测试",
+        "expected": "应为",
+        "got": "你的",
+        "heads": "每个查询头使用的 KV 头",
+        "line": "行",
+        "isolation": "隔离方式",
+        "grid": "每个查询能关注哪些键（行 = 查询，列 = 键）",
+        "passed": "通过",
+    },
 }
 
 
@@ -28,10 +52,14 @@ def _grid(grid: list[list[int | None]], other: list[list[int | None]] | None) ->
     for i, row in enumerate(grid):
         cells = []
         for j, cell in enumerate(row):
-            differs = other is not None and i < len(other) and j < len(other[i]) and other[i][j] != cell
+            differs = (
+                other is not None and i < len(other) and j < len(other[i]) and other[i][j] != cell
+            )
             colour = "#e3b341" if cell is None else ("#2da44e" if cell else "#eaeef2")
             border = "2px solid #cf222e" if differs else "1px solid #d0d7de"
-            cells.append(f'<td style="width:12px;height:12px;padding:0;background:{colour};border:{border}"></td>')
+            cells.append(
+                f'<td style="width:12px;height:12px;padding:0;background:{colour};border:{border}"></td>'
+            )
         rows.append(f"<tr>{''.join(cells)}</tr>")
     return f'<table style="border-collapse:collapse">{"".join(rows)}</table>'
 
@@ -41,20 +69,32 @@ def _pictures(d: Diagnostic, labels: dict[str, str], lang: str) -> str:
     expected, got = d.data.get("mask_expected"), d.data.get("mask_got")
     if expected:
         right = _grid(got, expected) if got else "—"
-        caption = localized(d.data["grid_caption"], lang) if d.data.get("grid_caption") else labels["grid"]
-        parts.append(f'<div style="color:#57606a">{escape(caption)}</div><table><tr>'
-                     f'<th>{escape(labels["expected"])}</th><th>{escape(labels["got"])}</th></tr>'
-                     f'<tr><td>{_grid(expected, None)}</td><td>{right}</td></tr></table>')
+        caption = (
+            localized(d.data["grid_caption"], lang)
+            if d.data.get("grid_caption")
+            else labels["grid"]
+        )
+        parts.append(
+            f'<div style="color:#57606a">{escape(caption)}</div><table><tr>'
+            f"<th>{escape(labels['expected'])}</th><th>{escape(labels['got'])}</th></tr>"
+            f"<tr><td>{_grid(expected, None)}</td><td>{right}</td></tr></table>"
+        )
     heads, heads_got = d.data.get("head_map_expected"), d.data.get("head_map_got") or []
     if heads:
+
         def row(name: str, values: list[Any], ref: list[Any] | None) -> str:
-            cells = "".join(f'<td style="color:{"#cf222e" if ref and i < len(ref) and v != ref[i] else "inherit"}">'
-                            f"{escape(str(v))}</td>" for i, v in enumerate(values))
+            cells = "".join(
+                f'<td style="color:{"#cf222e" if ref and i < len(ref) and v != ref[i] else "inherit"}">'
+                f"{escape(str(v))}</td>"
+                for i, v in enumerate(values)
+            )
             return f"<tr><th>{escape(name)}</th>{cells}</tr>"
 
-        parts.append(f'<div style="color:#57606a">{escape(labels["heads"])}</div><table>'
-                     f'{row(labels["expected"], heads, None)}{row(labels["got"], heads_got, heads) if heads_got else ""}'
-                     "</table>")
+        parts.append(
+            f'<div style="color:#57606a">{escape(labels["heads"])}</div><table>'
+            f"{row(labels['expected'], heads, None)}{row(labels['got'], heads_got, heads) if heads_got else ''}"
+            "</table>"
+        )
     for pic in d.data.get("pictures") or []:
         parts.append(_picture(pic, lang))
     return "".join(parts)
@@ -66,16 +106,22 @@ def _picture(pic: Any, lang: str) -> str:
         return ""
     marked = set(pic.get("marked") or [])
     differs = {(r, c) for r, c in pic.get("differs") or []}
-    head = "".join(f'<th style="color:#57606a;padding:0 8px">{escape(localized(c, lang))}</th>'
-                   for c in pic.get("columns") or [])
+    head = "".join(
+        f'<th style="color:#57606a;padding:0 8px">{escape(localized(c, lang))}</th>'
+        for c in pic.get("columns") or []
+    )
     body = []
     for i, row in enumerate(pic["rows"]):
         cells = "".join(
             f'<td style="padding:0 8px;{"color:#cf222e;font-weight:bold" if (i, j) in differs else ""}">'
-            f'{escape(localized(v, lang) if v is not None else "—")}</td>' for j, v in enumerate(row))
+            f"{escape(localized(v, lang) if v is not None else '—')}</td>"
+            for j, v in enumerate(row)
+        )
         body.append(f'<tr style="{"font-weight:bold" if i in marked else ""}">{cells}</tr>')
-    return (f'<div style="color:#57606a">{escape(localized(pic.get("caption"), lang))}</div>'
-            f'<table style="border-collapse:collapse;font-family:monospace"><tr>{head}</tr>{"".join(body)}</table>')
+    return (
+        f'<div style="color:#57606a">{escape(localized(pic.get("caption"), lang))}</div>'
+        f'<table style="border-collapse:collapse;font-family:monospace"><tr>{head}</tr>{"".join(body)}</table>'
+    )
 
 
 def _excerpt(d: Diagnostic, lines: list[str], labels: dict[str, str]) -> str:
@@ -84,19 +130,31 @@ def _excerpt(d: Diagnostic, lines: list[str], labels: dict[str, str]) -> str:
     for lo, hi, marked in excerpt_blocks(refs, len(lines)):
         body = "".join(
             f'<span style="background:{"#fff8c5" if n in marked else "transparent"}">'
-            f"{n:4d}  {escape(lines[n - 1])}</span>\n" for n in range(lo, hi + 1))
+            f"{n:4d}  {escape(lines[n - 1])}</span>\n"
+            for n in range(lo, hi + 1)
+        )
         out.append(f'<pre style="margin:4px 0;padding:4px;background:#f6f8fa">{body}</pre>')
     for ref in refs:
         if not (lines and 0 < ref.line <= len(lines)) and ref.text:
-            out.append(f"<div><code>{escape(labels['line'])} {ref.line}: {escape(ref.text)}</code></div>")
+            out.append(
+                f"<div><code>{escape(labels['line'])} {ref.line}: {escape(ref.text)}</code></div>"
+            )
     return "".join(out)
 
 
 def _diagnostic(d: Diagnostic, lines: list[str], labels: dict[str, str], lang: str) -> str:
-    colour = "#cf222e" if d.severity == "essential" else "#9a6700" if d.severity == "actionable" else "#57606a"
-    parts = [f'<div style="border-left:4px solid {colour};padding:4px 10px;margin:8px 0">',
-             f'<div><b>{escape(d.title)}</b> <code style="color:#57606a">{escape(d.id)}</code> '
-             f'<span style="color:{colour}">[{escape(d.severity)}]</span></div>']
+    colour = (
+        "#cf222e"
+        if d.severity == "essential"
+        else "#9a6700"
+        if d.severity == "actionable"
+        else "#57606a"
+    )
+    parts = [
+        f'<div style="border-left:4px solid {colour};padding:4px 10px;margin:8px 0">',
+        f'<div><b>{escape(d.title)}</b> <code style="color:#57606a">{escape(d.id)}</code> '
+        f'<span style="color:{colour}">[{escape(d.severity)}]</span></div>',
+    ]
     if d.explanation:
         parts.append(f"<p>{escape(d.explanation)}</p>")
     if d.fix:
@@ -105,7 +163,9 @@ def _diagnostic(d: Diagnostic, lines: list[str], labels: dict[str, str], lang: s
     parts.append(_pictures(d, labels, lang))
     if d.evidence:
         items = "".join(f"<li>{escape(e)}</li>" for e in d.evidence[:4])
-        parts.append(f'<details><summary>{escape(labels["evidence"])}</summary><ul>{items}</ul></details>')
+        parts.append(
+            f"<details><summary>{escape(labels['evidence'])}</summary><ul>{items}</ul></details>"
+        )
     parts.append("</div>")
     return "".join(parts)
 
@@ -119,10 +179,12 @@ def result_html(result: Result, source: str | None = None) -> str:
     counts = result.tier_counts()
     tiers = ", ".join(f"{tier} {p}/{t}" for tier, (p, t) in counts.items())
     passed, total = sum(p for p, _ in counts.values()), sum(t for _, t in counts.values())
-    head = (f'<div><span style="background:{colour};color:white;padding:2px 8px;border-radius:4px">'
-            f"<b>{escape(result.status.upper())}</b></span> <b>{escape(result.kata)}</b> "
-            f"{passed}/{total} {escape(labels['passed'])} ({escape(tiers)}) "
-            f'<span style="color:#57606a">{result.timings.get("total", 0):.1f}s</span></div>')
+    head = (
+        f'<div><span style="background:{colour};color:white;padding:2px 8px;border-radius:4px">'
+        f"<b>{escape(result.status.upper())}</b></span> <b>{escape(result.kata)}</b> "
+        f"{passed}/{total} {escape(labels['passed'])} ({escape(tiers)}) "
+        f'<span style="color:#57606a">{result.timings.get("total", 0):.1f}s</span></div>'
+    )
     iso = result.isolation.get("backend") if result.isolation else None
     if iso:
         head += f'<div style="color:#57606a;font-size:small">{escape(labels["isolation"])}: {escape(str(iso))}</div>'
@@ -131,10 +193,14 @@ def result_html(result: Result, source: str | None = None) -> str:
         rows = "".join(
             f'<tr><td style="color:{_COLOURS.get(t.status, "#cf222e")}">{_MARKS.get(t.status, "?")}</td>'
             f"<td><code>{escape(t.id)}</code></td><td>{escape(t.message if t.status != 'pass' else '')}</td></tr>"
-            for t in result.tests if t.tier == tier)
+            for t in result.tests
+            if t.tier == tier
+        )
         p, n = counts[tier]
-        tier_blocks.append(f"<details{' open' if p < n else ''}><summary>{escape(tier)} {p}/{n}</summary>"
-                           f"<table>{rows}</table></details>")
+        tier_blocks.append(
+            f"<details{' open' if p < n else ''}><summary>{escape(tier)} {p}/{n}</summary>"
+            f"<table>{rows}</table></details>"
+        )
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     diags = sorted(result.diagnostics, key=lambda d: rank.get(d.severity, 9))[:MAX_DIAGNOSTICS]
     body = "".join(_diagnostic(d, lines, labels, result.lang) for d in diags)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from attnkata.checker.models import Diagnostic, SourceRef
 
+# fmt: off
 IMPORT, DYNAMIC, INTROSPECTION, PRIVATE, IO = (
     "policy-import", "policy-dynamic-code", "policy-introspection", "policy-private-api", "policy-io")
 POLICY_IDS = (IMPORT, DYNAMIC, INTROSPECTION, PRIVATE, IO)
@@ -132,7 +133,7 @@ _LIBRARY_PRIVATE = frozenset({
     "_weights_only_unpickler", "_import_utils", "_meta_registrations", "_namedtensor_internals", "_torch_docs",
     "_modules", "_parameters", "_buffers", "_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
     "_global_forward_hooks", "_apply", "_core", "_multiarray_umath", "_pytesttester", "_globals",
-    "_distributor_init", "_typing", "_mat", "_base", "_version", "_grad_fn", "_backward_hooks",
+    "_distributor_init", "_typing", "_mat", "_base", "_version", "_grad_fn",
 })
 
 # Decorators after which a method's first parameter is still the instance (or class) it is
@@ -143,6 +144,7 @@ _PLAIN_DECORATORS = frozenset({"property", "classmethod", "functools.cached_prop
 # Dispatchers that evaluate their functions' annotations (`typing.get_type_hints`) to register them.
 _DISPATCH = frozenset({"functools.singledispatch", "functools.singledispatchmethod"})
 
+# fmt: on
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -224,14 +226,26 @@ class _Scan:
         self.findings: list[Finding] = []
         self.modules: dict[str, str] = {}  # name -> dotted module (or module member) it stands for
         self.may_be: dict[str, set[str]] = {}  # name -> dotted modules its value was computed from
-        self.own_attrs: set[str] = set()  # attribute names the candidate's own objects get from the file
-        self.own_self: set[int] = set()  # id() of `self`/`cls` loads that are a method's own instance
-        self.self_private: dict[str, set[str]] = {}  # class -> its methods that touch `self._private`
+        self.own_attrs: set[str] = (
+            set()
+        )  # attribute names the candidate's own objects get from the file
+        self.own_self: set[int] = (
+            set()
+        )  # id() of `self`/`cls` loads that are a method's own instance
+        self.self_private: dict[
+            str, set[str]
+        ] = {}  # class -> its methods that touch `self._private`
         self.class_names: dict[str, set[str]] = {}  # name -> the file's classes it may stand for
-        self.locals: dict[int, frozenset[str]] = {}  # id(function or comprehension) -> its local names
+        self.locals: dict[
+            int, frozenset[str]
+        ] = {}  # id(function or comprehension) -> its local names
         self.called: set[int] = set()  # id() of `getattr` names that are called, not passed around
-        self.future_annotations = False  # `from __future__ import annotations`: every annotation is a string
-        self.string_annotations: list[ast.AST] = []  # annotations of decorated functions that are strings
+        self.future_annotations = (
+            False  # `from __future__ import annotations`: every annotation is a string
+        )
+        self.string_annotations: list[
+            ast.AST
+        ] = []  # annotations of decorated functions that are strings
         self.dispatch: list[tuple[ast.AST, str]] = []  # uses of functools.singledispatch(method)
 
     def add(self, mid: str, node: ast.AST, what: str) -> None:
@@ -267,7 +281,9 @@ class _Scan:
             elif isinstance(node, _FUNCTIONS):
                 a = node.args
                 positional = [*a.posonlyargs, *a.args]
-                for arg, default in zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True):
+                for arg, default in zip(
+                    positional[len(positional) - len(a.defaults) :], a.defaults, strict=True
+                ):
                     aliases.append((ast.Name(arg.arg, ast.Store()), default))
                 for arg, kw in zip(a.kwonlyargs, a.kw_defaults, strict=True):
                     if kw is not None:
@@ -281,7 +297,9 @@ class _Scan:
             for target, value in aliases:
                 chain = _chain(value)
                 if chain and chain[0] in self.modules and isinstance(target, ast.Name):
-                    self.modules.setdefault(target.id, ".".join([self.modules[chain[0]], *chain[1:]]))
+                    self.modules.setdefault(
+                        target.id, ".".join([self.modules[chain[0]], *chain[1:]])
+                    )
         # `t = (torch,)[0]`, `m = [np][0]`: a name computed from a module may be that module.
         for _ in range(3):
             for target, value in aliases:
@@ -294,15 +312,23 @@ class _Scan:
                 self.class_names.setdefault(node.name, set()).add(node.name)
         for _ in range(3):
             for target, value in aliases:
-                classes = set().union(*[self.class_names.get(n.id, set()) for n in ast.walk(value)
-                                        if isinstance(n, ast.Name)])
+                classes = set().union(
+                    *[
+                        self.class_names.get(n.id, set())
+                        for n in ast.walk(value)
+                        if isinstance(n, ast.Name)
+                    ]
+                )
                 for name in _bound_names(target) if classes else ():
                     self.class_names.setdefault(name, set()).update(classes)
         # What the candidate's own objects are given by the file: `self._cache = ...`,
         # `self.register_buffer("_mask", ...)`, `setattr(self, "_w", ...)`.
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del) and \
-                    self.is_own(node.value):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store | ast.Del)
+                and self.is_own(node.value)
+            ):
                 self.own_attrs.add(node.attr)
             elif isinstance(node, ast.Call):
                 func = node.func
@@ -313,7 +339,11 @@ class _Scan:
                 else:
                     continue
                 pos = _NAMING_CALLS.get(name)
-                if pos is None or len(node.args) <= pos or (obj_pos is not None and not self.is_own(node.args[0])):
+                if (
+                    pos is None
+                    or len(node.args) <= pos
+                    or (obj_pos is not None and not self.is_own(node.args[0]))
+                ):
                     continue
                 arg = node.args[pos]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -335,14 +365,25 @@ class _Scan:
             if not positional or not all(self.plain_decorator(d) for d in stmt.decorator_list):
                 continue
             first = positional[0].arg
-            if any(isinstance(n, ast.Name) and n.id == first and not isinstance(n.ctx, ast.Load) or
-                   isinstance(n, ast.Global | ast.Nonlocal) and first in n.names for n in ast.walk(stmt)
-                   if n is not stmt):
+            if any(
+                isinstance(n, ast.Name)
+                and n.id == first
+                and not isinstance(n.ctx, ast.Load)
+                or isinstance(n, ast.Global | ast.Nonlocal)
+                and first in n.names
+                for n in ast.walk(stmt)
+                if n is not stmt
+            ):
                 continue  # `self = ...` somewhere: not provably the instance
             loads = _loads_of(stmt, first)
             self.own_self |= loads
-            if any(isinstance(n, ast.Attribute) and id(n.value) in loads and n.attr.startswith("_")
-                   and not _is_dunder(n.attr) for n in ast.walk(stmt)):
+            if any(
+                isinstance(n, ast.Attribute)
+                and id(n.value) in loads
+                and n.attr.startswith("_")
+                and not _is_dunder(n.attr)
+                for n in ast.walk(stmt)
+            ):
                 private_users.add(stmt.name)
         if private_users:
             self.self_private.setdefault(cls.name, set()).update(private_users)
@@ -409,8 +450,9 @@ class _Scan:
                 self.add(DYNAMIC, node, f"annotation {_text(node)!r} (evaluated by {name})")
         return sorted(set(self.findings), key=lambda f: (f.line, f.id, f.what))
 
-    def children(self, node: ast.AST, scopes: tuple[frozenset[str], ...],
-                 annotation: bool) -> Iterator[tuple[ast.AST, tuple[frozenset[str], ...], bool]]:
+    def children(
+        self, node: ast.AST, scopes: tuple[frozenset[str], ...], annotation: bool
+    ) -> Iterator[tuple[ast.AST, tuple[frozenset[str], ...], bool]]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             inner = (*scopes, self.locals[id(node)])
             args = node.args
@@ -459,7 +501,9 @@ class _Scan:
             for a in node.names:
                 mid = _module_finding(a.name, self.allow)
                 if mid:
-                    self.add(mid, node, f"import {a.name}" + (f" as {a.asname}" if a.asname else ""))
+                    self.add(
+                        mid, node, f"import {a.name}" + (f" as {a.asname}" if a.asname else "")
+                    )
         elif isinstance(node, ast.ImportFrom):
             self.visit_from(node)
         elif isinstance(node, ast.Name):
@@ -471,7 +515,9 @@ class _Scan:
         elif isinstance(node, ast.MatchClass):
             for attr in node.kwd_attrs:
                 self.judge_match_name(attr, node, "a class pattern")
-        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
+        elif (
+            isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None
+        ):
             self.visit_match_args(node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             self.visit_string(node, annotation)
@@ -516,8 +562,12 @@ class _Scan:
             self.add(mid, node, what)
             return
         if self.unbound_method(node.value, node.attr):
-            self.add(PRIVATE, node, f"{ast.unparse(node.value)[:60]}.{node.attr} (a method taken from its class: "
-                                    "its self can be any object)")
+            self.add(
+                PRIVATE,
+                node,
+                f"{ast.unparse(node.value)[:60]}.{node.attr} (a method taken from its class: "
+                "its self can be any object)",
+            )
 
     def judge_attribute(self, base: ast.AST, attr: str, how: str = "") -> tuple[str | None, str]:
         """The finding (id, what) for reading attribute `attr` of `base`, or (None, "")."""
@@ -543,29 +593,48 @@ class _Scan:
     def judge_name(self, attr: str, base: ast.AST, shown: str) -> tuple[str | None, str]:
         if attr in _ESCAPE_ATTRS:
             return INTROSPECTION, shown
-        if attr.startswith("_") and not _is_dunder(attr) and not (
-                self.is_own(base) and attr in self.own_attrs and attr not in _LIBRARY_PRIVATE):
+        if (
+            attr.startswith("_")
+            and not _is_dunder(attr)
+            and not (self.is_own(base) and attr in self.own_attrs and attr not in _LIBRARY_PRIVATE)
+        ):
             return PRIVATE, shown
         return None, ""
 
     def unbound_method(self, base: ast.AST, attr: str) -> bool:
         """Whether `base.attr` takes a method that reads `self._private` from its class (`A.peek`,
         an alias of `A`, `type(x).peek`, `x.__class__.peek`): called so, its `self` is any object."""
-        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type" or \
-                isinstance(base, ast.Attribute) and base.attr == "__class__":
+        if (
+            isinstance(base, ast.Call)
+            and isinstance(base.func, ast.Name)
+            and base.func.id == "type"
+            or isinstance(base, ast.Attribute)
+            and base.attr == "__class__"
+        ):
             return any(attr in users for users in self.self_private.values())
         if isinstance(base, ast.Name):
-            return any(attr in self.self_private.get(c, ()) for c in self.class_names.get(base.id, ()))
+            return any(
+                attr in self.self_private.get(c, ()) for c in self.class_names.get(base.id, ())
+            )
         return False
 
     def visit_call(self, node: ast.Call, scopes: tuple[frozenset[str], ...]) -> None:
         func = node.func
-        if isinstance(func, ast.Name) and func.id == "hasattr" and not any(func.id in s for s in scopes):
-            if len(node.args) >= 2 and not (isinstance(node.args[1], ast.Constant)
-                                            and isinstance(node.args[1].value, str)):
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "hasattr"
+            and not any(func.id in s for s in scopes)
+        ):
+            if len(node.args) >= 2 and not (
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+            ):
                 self.add(NEEDS_REVIEW, node, "hasattr(..., <computed name>)")
             return
-        if not (isinstance(func, ast.Name) and func.id in _ATTR_BUILTINS and not any(func.id in s for s in scopes)):
+        if not (
+            isinstance(func, ast.Name)
+            and func.id in _ATTR_BUILTINS
+            and not any(func.id in s for s in scopes)
+        ):
             return
         self.called.add(id(func))
         if len(node.args) < 2 or any(isinstance(a, ast.Starred) for a in node.args[:2]):
@@ -593,18 +662,27 @@ class _Scan:
         if mid:
             self.add(mid, node, what)
         elif self.unbound_method(obj, attr):
-            self.add(PRIVATE, node, f"{how} (a method taken from its class: its self can be any object)")
+            self.add(
+                PRIVATE, node, f"{how} (a method taken from its class: its self can be any object)"
+            )
 
     def visit_match_args(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
         """`__match_args__` turns a positional `case C(x)` into `getattr(obj, name)` for each
         name it lists: those names are attribute accesses."""
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if not any(isinstance(t, ast.Name) and t.id == "__match_args__" or
-                   isinstance(t, ast.Attribute) and t.attr == "__match_args__" for t in targets):
+        if not any(
+            isinstance(t, ast.Name)
+            and t.id == "__match_args__"
+            or isinstance(t, ast.Attribute)
+            and t.attr == "__match_args__"
+            for t in targets
+        ):
             return
         value = node.value
-        if not (isinstance(value, ast.Tuple | ast.List) and
-                all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts)):
+        if not (
+            isinstance(value, ast.Tuple | ast.List)
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts)
+        ):
             self.add(INTROSPECTION, node, "__match_args__ = <computed>")
             return
         for e in value.elts:
@@ -628,7 +706,9 @@ class _Scan:
             try:
                 ast.parse(node.value.strip(), mode="eval")  # type: ignore[attr-defined]
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self.add(NEEDS_REVIEW, node, f"annotation {node.value[:40]!r} (not readable as a type)")  # type: ignore[attr-defined]
+                self.add(
+                    NEEDS_REVIEW, node, f"annotation {node.value[:40]!r} (not readable as a type)"
+                )  # type: ignore[attr-defined]
                 return
         if not _is_type_expression(node):
             self.add(DYNAMIC, node, f"annotation {_text(node)!r} (evaluated as code, not a type)")
@@ -648,7 +728,12 @@ class _Scan:
                 if "lineno" in n._attributes:
                     n.lineno = node.lineno  # type: ignore[attr-defined]
             inner = _Scan(sub, self.allow)
-            inner.modules, inner.may_be, inner.own_attrs, inner.locals = self.modules, self.may_be, self.own_attrs, {}
+            inner.modules, inner.may_be, inner.own_attrs, inner.locals = (
+                self.modules,
+                self.may_be,
+                self.own_attrs,
+                {},
+            )
             for n in ast.walk(sub):
                 if isinstance(n, _FUNCTIONS + _COMPREHENSIONS):
                     inner.locals[id(n)] = _local_names(n)
@@ -657,7 +742,10 @@ class _Scan:
                 n, scopes, ann = stack.pop()
                 inner.visit(n, scopes, ann)
                 stack.extend(inner.children(n, scopes, ann))
-            self.findings += [Finding(f.id, node.lineno, f"{f.what} (in an annotation string)") for f in inner.findings]
+            self.findings += [
+                Finding(f.id, node.lineno, f"{f.what} (in an annotation string)")
+                for f in inner.findings
+            ]
 
 
 def _is_main_guard(stmt: ast.stmt) -> bool:
@@ -668,25 +756,37 @@ def _is_main_guard(stmt: ast.stmt) -> bool:
     if len(t.ops) != 1 or not isinstance(t.ops[0], ast.Eq):
         return False
     sides = [t.left, t.comparators[0]]
-    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and \
-        any(isinstance(a, ast.Constant) and a.value == "__main__" for a in sides)
+    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and any(
+        isinstance(a, ast.Constant) and a.value == "__main__" for a in sides
+    )
 
 
 def _rebinds_name(tree: ast.Module) -> bool:
     """Whether anything in the file may rebind the module's `__name__`."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+        if (
+            isinstance(node, ast.Name)
+            and node.id == "__name__"
+            and not isinstance(node.ctx, ast.Load)
+        ):
             return True
         if isinstance(node, ast.Global | ast.Nonlocal) and "__name__" in node.names:
             return True
         if isinstance(node, ast.Import | ast.ImportFrom) and any(
-                (a.asname or a.name) == "__name__" for a in node.names):
+            (a.asname or a.name) == "__name__" for a in node.names
+        ):
             return True
         if isinstance(node, ast.arg | ast.MatchAs | ast.MatchStar) and "__name__" in (
-                getattr(node, "arg", None), getattr(node, "name", None)):
+            getattr(node, "arg", None),
+            getattr(node, "name", None),
+        ):
             return True
-        if isinstance(node, ast.ExceptHandler | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and \
-                node.name == "__name__":
+        if (
+            isinstance(
+                node, ast.ExceptHandler | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+            )
+            and node.name == "__name__"
+        ):
             return True
     return False
 
@@ -732,9 +832,15 @@ def _is_type_expression(node: ast.AST, depth: int = 0) -> bool:
     if isinstance(node, ast.Name):
         return True
     if isinstance(node, ast.Attribute):
-        return _chain(node) is not None and not isinstance(node.value, ast.NamedExpr) and \
-            all(isinstance(n, ast.Name | ast.Attribute) for n in ast.walk(node) if n is not node and
-                not isinstance(n, ast.expr_context))
+        return (
+            _chain(node) is not None
+            and not isinstance(node.value, ast.NamedExpr)
+            and all(
+                isinstance(n, ast.Name | ast.Attribute)
+                for n in ast.walk(node)
+                if n is not node and not isinstance(n, ast.expr_context)
+            )
+        )
     if isinstance(node, ast.Constant):
         if isinstance(node.value, str):
             try:
@@ -744,8 +850,11 @@ def _is_type_expression(node: ast.AST, depth: int = 0) -> bool:
             return _is_type_expression(inner, depth + 1)
         return node.value is None or node.value is Ellipsis
     if isinstance(node, ast.BinOp):
-        return isinstance(node.op, ast.BitOr) and _is_type_expression(node.left, depth + 1) and \
-            _is_type_expression(node.right, depth + 1)
+        return (
+            isinstance(node.op, ast.BitOr)
+            and _is_type_expression(node.left, depth + 1)
+            and _is_type_expression(node.right, depth + 1)
+        )
     if isinstance(node, ast.List | ast.Tuple):
         return all(_is_type_expression(e, depth + 1) for e in node.elts)
     if isinstance(node, ast.Starred):
@@ -756,10 +865,17 @@ def _is_type_expression(node: ast.AST, depth: int = 0) -> bool:
             return False
         if chain[-1] == "Literal":  # values, not types: constants and enum members
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            return all(isinstance(i, ast.Constant) and not isinstance(i.value, str | bytes) or
-                       isinstance(i, ast.Constant) and len(i.value) < 200 or
-                       isinstance(i, ast.UnaryOp) and isinstance(i.operand, ast.Constant) or
-                       _chain(i) is not None and _is_type_expression(i, depth + 1) for i in items)
+            return all(
+                isinstance(i, ast.Constant)
+                and not isinstance(i.value, str | bytes)
+                or isinstance(i, ast.Constant)
+                and len(i.value) < 200
+                or isinstance(i, ast.UnaryOp)
+                and isinstance(i.operand, ast.Constant)
+                or _chain(i) is not None
+                and _is_type_expression(i, depth + 1)
+                for i in items
+            )
         return _is_type_expression(node.slice, depth + 1)
     return False
 
@@ -771,7 +887,11 @@ def _local_names(scope: ast.AST) -> frozenset[str]:
     declared_global: set[str] = set()
     if isinstance(scope, _FUNCTIONS):
         a = scope.args
-        bound |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None}
+        bound |= {
+            x.arg
+            for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+            if x is not None
+        }
         todo: list[ast.AST] = [scope.body] if isinstance(scope, ast.Lambda) else list(scope.body)
     else:
         todo = [g.target for g in scope.generators]  # type: ignore[attr-defined]
@@ -783,7 +903,11 @@ def _local_names(scope: ast.AST) -> frozenset[str]:
             bound.add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             bound.add(node.name)
-            todo += [*node.decorator_list, *getattr(node, "bases", []), *[k.value for k in getattr(node, "keywords", [])]]
+            todo += [
+                *node.decorator_list,
+                *getattr(node, "bases", []),
+                *[k.value for k in getattr(node, "keywords", [])],
+            ]
             if not isinstance(node, ast.ClassDef):
                 todo += [*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None]]
             continue
@@ -805,7 +929,9 @@ def _local_names(scope: ast.AST) -> frozenset[str]:
     return frozenset(bound - declared_global)
 
 
-def scan(tree: ast.AST, allow_imports: Iterable[str] = (), *, review: bool = False) -> list[Finding]:
+def scan(
+    tree: ast.AST, allow_imports: Iterable[str] = (), *, review: bool = False
+) -> list[Finding]:
     """Every policy finding in a parsed file, by line. `allow_imports`: extra modules (and
     their submodules) that may be imported, e.g. ("scipy",). `review`: include the
     NEEDS_REVIEW findings (dynamic constructs that are not banned but not resolved either)."""
@@ -813,7 +939,9 @@ def scan(tree: ast.AST, allow_imports: Iterable[str] = (), *, review: bool = Fal
     return found if review else [f for f in found if f.id != NEEDS_REVIEW]
 
 
-def scan_source(source: str, allow_imports: Iterable[str] = (), *, review: bool = False) -> list[Finding]:
+def scan_source(
+    source: str, allow_imports: Iterable[str] = (), *, review: bool = False
+) -> list[Finding]:
     """`scan` on source text (raises SyntaxError like `ast.parse`)."""
     return scan(ast.parse(source), allow_imports, review=review)
 
@@ -823,8 +951,14 @@ MAX_NAMED = 4  # uses named in its explanation
 MAX_EVIDENCE = 20  # uses listed in its evidence
 
 
-def diagnostics(findings: list[Finding], source_lines: list[str], lang: str, *, mode: str = "warn",
-                kata_id: str | None = None) -> list[Diagnostic]:
+def diagnostics(
+    findings: list[Finding],
+    source_lines: list[str],
+    lang: str,
+    *,
+    mode: str = "warn",
+    kata_id: str | None = None,
+) -> list[Diagnostic]:
     """One diagnostic per policy id found, pointing at its lines: a warning (`actionable`) in
     mode "warn", the reason the file fails (`essential`) in mode "enforce"; NEEDS_REVIEW is a
     note (`informative`) in both."""
@@ -843,20 +977,42 @@ def diagnostics(findings: list[Finding], source_lines: list[str], lang: str, *, 
             continue
         m = catalogue.get(mid)
         sep = "、" if lang == "zh" else ", "
-        named = sep.join(msg("policy_where", lang, what=f.what, line=f.line) for f in group[:MAX_NAMED])
+        named = sep.join(
+            msg("policy_where", lang, what=f.what, line=f.line) for f in group[:MAX_NAMED]
+        )
         if len(group) > MAX_NAMED:
             named += " …"
-        note = msg("policy_review" if mid == NEEDS_REVIEW else "policy_enforce" if mode == "enforce"
-                   else "policy_warn", lang)
-        out.append(Diagnostic(
-            id=mid, severity="informative" if mid == NEEDS_REVIEW else severity, title=m.render("title", lang),
-            explanation=f"{m.render('explanation', lang, {'api': named})} {note}",
-            fix=m.render("fix", lang),
-            evidence=[msg("policy_found", lang, line=f.line, what=f.what) for f in group[:MAX_EVIDENCE]]
-            + (["…"] if len(group) > MAX_EVIDENCE else []),
-            source=[SourceRef(line=f.line, text=source_lines[f.line - 1].strip()[:200]
-                              if 0 < f.line <= len(source_lines) else f.what) for f in group[:MAX_REFS]],
-            link=m.link(kata_id, lang),
-            data={"policy": mode},
-        ))
+        note = msg(
+            "policy_review"
+            if mid == NEEDS_REVIEW
+            else "policy_enforce"
+            if mode == "enforce"
+            else "policy_warn",
+            lang,
+        )
+        out.append(
+            Diagnostic(
+                id=mid,
+                severity="informative" if mid == NEEDS_REVIEW else severity,
+                title=m.render("title", lang),
+                explanation=f"{m.render('explanation', lang, {'api': named})} {note}",
+                fix=m.render("fix", lang),
+                evidence=[
+                    msg("policy_found", lang, line=f.line, what=f.what)
+                    for f in group[:MAX_EVIDENCE]
+                ]
+                + (["…"] if len(group) > MAX_EVIDENCE else []),
+                source=[
+                    SourceRef(
+                        line=f.line,
+                        text=source_lines[f.line - 1].strip()[:200]
+                        if 0 < f.line <= len(source_lines)
+                        else f.what,
+                    )
+                    for f in group[:MAX_REFS]
+                ],
+                link=m.link(kata_id, lang),
+                data={"policy": mode},
+            )
+        )
     return out

@@ -24,7 +24,9 @@ class SafeConsole(Console):
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         return super()._render_buffer(
-            seg if seg.control else Segment(clean(seg.text), seg.style, seg.control) for seg in buffer)
+            seg if seg.control else Segment(clean(seg.text), seg.style, seg.control)
+            for seg in buffer
+        )
 
 
 # No emoji codes: ":name:" in a candidate's code or a message must print as written (and the
@@ -49,7 +51,9 @@ def default_lang() -> str:
         if env.lower().startswith("zh"):
             return "zh"
         if not env.lower().startswith("en"):
-            _warn_once(f"KATA_LANG={env!r} is not a language attnkata speaks (en, zh): using English")
+            _warn_once(
+                f"KATA_LANG={env!r} is not a language attnkata speaks (en, zh): using English"
+            )
         return "en"
     for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = os.environ.get(var)

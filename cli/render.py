@@ -14,10 +14,24 @@ from attnkata.checker.textsafe import clean, clean_data
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "skip": "dim"}
 STATUS_MARK = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
 LABELS = {
-    "en": {"passed": "passed", "diagnosis": "What went wrong", "fix": "Fix", "evidence": "Evidence",
-           "all_pass": "All required tests pass.", "line": "line", "isolation": "isolation"},
-    "zh": {"passed": "通过", "diagnosis": "问题诊断", "fix": "修改建议", "evidence": "依据",
-           "all_pass": "所有必需测试均已通过。", "line": "行", "isolation": "隔离方式"},
+    "en": {
+        "passed": "passed",
+        "diagnosis": "What went wrong",
+        "fix": "Fix",
+        "evidence": "Evidence",
+        "all_pass": "All required tests pass.",
+        "line": "line",
+        "isolation": "isolation",
+    },
+    "zh": {
+        "passed": "通过",
+        "diagnosis": "问题诊断",
+        "fix": "修改建议",
+        "evidence": "依据",
+        "all_pass": "所有必需测试均已通过。",
+        "line": "行",
+        "isolation": "隔离方式",
+    },
 }
 
 
@@ -39,8 +53,10 @@ def isolation_line(result: Result) -> Text | None:
     return Text(text, style="dim")
 
 
-LIMIT_WORDS = {"en": "time limits: {call:g} s per call, {total:g} s in all (from the reference's own time; --timeout to change)",
-               "zh": "时间限制：每次调用 {call:g} 秒，总计 {total:g} 秒（按参考实现的耗时确定；可用 --timeout 修改）"}
+LIMIT_WORDS = {
+    "en": "time limits: {call:g} s per call, {total:g} s in all (from the reference's own time; --timeout to change)",
+    "zh": "时间限制：每次调用 {call:g} 秒，总计 {total:g} 秒（按参考实现的耗时确定；可用 --timeout 修改）",
+}
 MAX_DIAGNOSTICS = 3
 
 
@@ -51,7 +67,9 @@ def summary_line(result: Result) -> Text:
     total = sum(t for _, t in counts.values())
     tiers = ", ".join(f"{tier} {p}/{t}" for tier, (p, t) in counts.items())
     text = Text()
-    text.append(f" {result.status.upper()} ", style=f"bold reverse {STATUS_STYLE.get(result.status, 'red')}")
+    text.append(
+        f" {result.status.upper()} ", style=f"bold reverse {STATUS_STYLE.get(result.status, 'red')}"
+    )
     text.append(f"  {result.kata}  ")
     if total:
         text.append(f"{passed}/{total} {lang['passed']} ({tiers})")
@@ -76,7 +94,9 @@ def test_table(result: Result) -> Table:
                 first_with[t.message] = t.id
                 line.append("\n" + t.message, style="default")
             else:
-                line.append("  " + SAME_AS.get(result.lang, SAME_AS["en"]).format(test=first), style="dim")
+                line.append(
+                    "  " + SAME_AS.get(result.lang, SAME_AS["en"]).format(test=first), style="dim"
+                )
         table.add_row(Text(STATUS_MARK.get(t.status, "?"), style=style), t.tier, line)
     return table
 
@@ -90,12 +110,20 @@ def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 
 GRID_LABELS = {
-    "en": {"caption": "which keys each query may attend (rows = queries, columns = keys; ■ attends, · not, ? NaN)",
-           "expected": "expected", "got": "yours", "heads": "KV head used by each query head",
-           "not_run": "(your code did not return a mask here)"},
-    "zh": {"caption": "每个查询能关注哪些键（行 = 查询，列 = 键；■ 关注，· 不关注，? NaN）",
-           "expected": "应为", "got": "你的", "heads": "每个查询头使用的 KV 头",
-           "not_run": "（你的代码在这里没有返回可画的结果）"},
+    "en": {
+        "caption": "which keys each query may attend (rows = queries, columns = keys; ■ attends, · not, ? NaN)",
+        "expected": "expected",
+        "got": "yours",
+        "heads": "KV head used by each query head",
+        "not_run": "(your code did not return a mask here)",
+    },
+    "zh": {
+        "caption": "每个查询能关注哪些键（行 = 查询，列 = 键；■ 关注，· 不关注，? NaN）",
+        "expected": "应为",
+        "got": "你的",
+        "heads": "每个查询头使用的 KV 头",
+        "not_run": "（你的代码在这里没有返回可画的结果）",
+    },
 }
 
 
@@ -103,7 +131,9 @@ def _grid_text(grid: list[list[int | None]], other: list[list[int | None]] | Non
     text = Text()
     for i, row in enumerate(grid):
         for j, cell in enumerate(row):
-            differs = other is not None and i < len(other) and j < len(other[i]) and other[i][j] != cell
+            differs = (
+                other is not None and i < len(other) and j < len(other[i]) and other[i][j] != cell
+            )
             if cell is None:
                 text.append("? ", style="bold yellow")
             elif cell:
@@ -119,7 +149,9 @@ def mask_grids(data: dict, lang: str) -> Group:
     """The expected and the candidate's effective mask side by side; cells that differ in red."""
     labels = GRID_LABELS.get(lang, GRID_LABELS["en"])
     expected, got = data["mask_expected"], data.get("mask_got")
-    caption = localized(data["grid_caption"], lang) if data.get("grid_caption") else labels["caption"]
+    caption = (
+        localized(data["grid_caption"], lang) if data.get("grid_caption") else labels["caption"]
+    )
     table = Table(box=None, show_edge=False, padding=(0, 3, 0, 0))
     table.add_column(labels["expected"], no_wrap=True)
     table.add_column(labels["got"], no_wrap=True)
@@ -138,8 +170,13 @@ def head_maps(data: dict, lang: str) -> Group:
         table.add_column(str(h), justify="right")
     table.add_row(labels["expected"], *[str(x) for x in expected])
     if got:
-        table.add_row(labels["got"], *[Text(str(x), style="bold red" if i < len(expected) and x != expected[i] else "")
-                                       for i, x in enumerate(got)])
+        table.add_row(
+            labels["got"],
+            *[
+                Text(str(x), style="bold red" if i < len(expected) and x != expected[i] else "")
+                for i, x in enumerate(got)
+            ],
+        )
     return Group(Text(labels["heads"], style="dim"), table)
 
 
@@ -156,9 +193,13 @@ def picture_tables(data: dict, lang: str) -> list[Group]:
         for col in pic.get("columns") or []:
             table.add_column(localized(col, lang), overflow="fold")
         for i, row in enumerate(pic["rows"]):
-            cells = [Text(localized(v, lang) if v is not None else "—",
-                          style="bold red" if (i, j) in differs else ("bold" if i in marked else ""))
-                     for j, v in enumerate(row)]
+            cells = [
+                Text(
+                    localized(v, lang) if v is not None else "—",
+                    style="bold red" if (i, j) in differs else ("bold" if i in marked else ""),
+                )
+                for j, v in enumerate(row)
+            ]
             table.add_row(*cells)
         out.append(Group(Text(localized(pic.get("caption"), lang), style="dim"), table))
     return out
@@ -173,8 +214,17 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
         parts.append(Text.assemble((f"{labels['fix']}: ", "bold"), d.fix))
     refs = d.source[:3]
     for lo, hi, marked in excerpt_blocks(refs, len(source_lines)):
-        parts.append(Syntax("\n".join(source_lines[lo - 1:hi]), "python", line_numbers=True,
-                            start_line=lo, highlight_lines=marked, theme="ansi_dark", word_wrap=True))
+        parts.append(
+            Syntax(
+                "\n".join(source_lines[lo - 1 : hi]),
+                "python",
+                line_numbers=True,
+                start_line=lo,
+                highlight_lines=marked,
+                theme="ansi_dark",
+                word_wrap=True,
+            )
+        )
     for ref in refs:
         if not (source_lines and 0 < ref.line <= len(source_lines)) and ref.text:
             parts.append(Text(f"{labels['line']} {ref.line}: {ref.text}", style="cyan"))
@@ -187,11 +237,21 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
         parts.append(Text(f"{labels['evidence']}: " + "; ".join(d.evidence), style="dim"))
     if d.link:
         parts.append(Text(f"→ {d.link}", style="dim"))
-    color = {"essential": "red", "actionable": "yellow", "informative": "blue", "celebratory": "green"}
-    title = Text.assemble((f"[{d.severity}] ", color.get(d.severity, "red")), (d.title, "bold"),
-                          (f"  {d.id}", "dim"))
-    return Panel(Group(*parts) if parts else Text(""), title=title, title_align="left",
-                 border_style=color.get(d.severity, "red"))
+    color = {
+        "essential": "red",
+        "actionable": "yellow",
+        "informative": "blue",
+        "celebratory": "green",
+    }
+    title = Text.assemble(
+        (f"[{d.severity}] ", color.get(d.severity, "red")), (d.title, "bold"), (f"  {d.id}", "dim")
+    )
+    return Panel(
+        Group(*parts) if parts else Text(""),
+        title=title,
+        title_align="left",
+        border_style=color.get(d.severity, "red"),
+    )
 
 
 def render_result(console: Console, result: Result, source: str | None = None) -> None:

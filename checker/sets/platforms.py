@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attnkata import __version__
 from attnkata.checker.catalog import TIERS
 from attnkata.checker.errors import UsageError
 from attnkata.checker.sets.grade import MISSING, ClassResults, Entry, GradeOptions, grade_set
@@ -32,6 +31,7 @@ from attnkata.checker.sets.report import (
     quoted_lines,
 )
 from attnkata.checker.textsafe import clean_data
+from attnkata.checker.version import __version__
 
 FORMATS = ("gradescope", "prairielearn", "github-classroom", "classroom50")
 CLASSROOM50_SCHEMA = "classroom50/result/v1"
@@ -77,13 +77,18 @@ class KataView:
         return None
 
 
-def tier_parts(kata: KataEntry, entry: Entry, weights: dict[str, float], penalty: float,
-               hidden: set[str]) -> list[TierPart]:
+def tier_parts(
+    kata: KataEntry, entry: Entry, weights: dict[str, float], penalty: float, hidden: set[str]
+) -> list[TierPart]:
     """The kata's points split by tier exactly as `manifest.score` splits them: weights
     normalised over the tiers that have graded tests (the set's recorded tiers when none ran)."""
     tests = (entry.result or {}).get("tests", [])
     fractions = tier_fractions(tests)
-    tiers = [t for t in TIERS if weights.get(t, 0) > 0 and (t in fractions if fractions else t in kata.tests)]
+    tiers = [
+        t
+        for t in TIERS
+        if weights.get(t, 0) > 0 and (t in fractions if fractions else t in kata.tests)
+    ]
     total = sum(weights[t] for t in tiers)
     factor = (1 - penalty) if entry.late else 1.0
     parts = []
@@ -91,8 +96,18 @@ def tier_parts(kata: KataEntry, entry: Entry, weights: dict[str, float], penalty
         passed, graded = fractions.get(t, (0, kata.tests.get(t, 0)))
         share = entry.points * weights[t] / total if total else 0.0
         earned = share * passed / graded * factor if graded else 0.0
-        parts.append(TierPart(kata.id, t, passed, graded, round(earned, 4), round(share, 4), t in hidden,
-                              [x for x in tests if x["tier"] == t and x["status"] not in ("pass", "skip")]))
+        parts.append(
+            TierPart(
+                kata.id,
+                t,
+                passed,
+                graded,
+                round(earned, 4),
+                round(share, 4),
+                t in hidden,
+                [x for x in tests if x["tier"] == t and x["status"] not in ("pass", "skip")],
+            )
+        )
     return parts
 
 
@@ -101,11 +116,22 @@ def views(cr: ClassResults, student: str, hidden_tiers: list[str] | None) -> lis
     penalty = float(cr.stats.get("late_penalty") or 0.0)
     for k in cr.manifest.katas:
         e = cr.entry(student, k.id)
-        hidden = set(hidden_tiers) if hidden_tiers is not None else set(TIERS) - set(k.required_tiers)
+        hidden = (
+            set(hidden_tiers) if hidden_tiers is not None else set(TIERS) - set(k.required_tiers)
+        )
         diags = _ordered((e.result or {}).get("diagnostics", []))
-        diags = [d for d in diags if d.get("severity") in ("essential", "actionable")][:MAX_DIAGNOSES]
-        out.append(KataView(k, e, tier_parts(k, e, cr.manifest.grading.tier_weights, penalty, hidden),
-                            diags, _source_lines(e.path)))
+        diags = [d for d in diags if d.get("severity") in ("essential", "actionable")][
+            :MAX_DIAGNOSES
+        ]
+        out.append(
+            KataView(
+                k,
+                e,
+                tier_parts(k, e, cr.manifest.grading.tier_weights, penalty, hidden),
+                diags,
+                _source_lines(e.path),
+            )
+        )
     return out
 
 
@@ -116,11 +142,20 @@ def diagnosis_record(d: dict[str, Any], lines: list[str]) -> dict[str, Any]:
     for ref in d.get("source", [])[:3]:
         lo, hi = ref["line"], ref.get("end_line") or ref["line"]
         if lines and 0 < lo <= len(lines):
-            quoted += [{"line": n, "text": lines[n - 1]} for n in range(lo, min(hi, lo + 7, len(lines)) + 1)]
+            quoted += [
+                {"line": n, "text": lines[n - 1]}
+                for n in range(lo, min(hi, lo + 7, len(lines)) + 1)
+            ]
         elif ref.get("text"):
             quoted.append({"line": lo, "text": ref["text"]})
-    return {"id": d["id"], "severity": d.get("severity", ""), "title": d.get("title", d["id"]),
-            "explanation": d.get("explanation", ""), "fix": d.get("fix", ""), "lines": quoted}
+    return {
+        "id": d["id"],
+        "severity": d.get("severity", ""),
+        "title": d.get("title", d["id"]),
+        "explanation": d.get("explanation", ""),
+        "fix": d.get("fix", ""),
+        "lines": quoted,
+    }
 
 
 def diagnosis_text(d: dict[str, Any], lines: list[str], t: dict[str, Any]) -> str:
@@ -166,7 +201,10 @@ def part_output(v: KataView, p: TierPart, t: dict[str, Any], md: bool) -> str:
         for note in v.entry.notes:
             out.append(f"- {note}")
         for d in v.diagnoses:
-            out += ["", *(diagnosis_markdown(d, v.lines, t) if md else [diagnosis_text(d, v.lines, t)])]
+            out += [
+                "",
+                *(diagnosis_markdown(d, v.lines, t) if md else [diagnosis_text(d, v.lines, t)]),
+            ]
     return "\n".join(out).strip()
 
 
@@ -180,14 +218,34 @@ def _kata_message(v: KataView, t: dict[str, Any]) -> str:
 def gradescope(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
     """/autograder/results/results.json: hidden tiers stay hidden until grades are published."""
     t = L10N.get(cr.lang, L10N["en"])
-    tests = [{"name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}", "score": p.score, "max_score": p.max_score,
-              "status": "passed" if p.ok else "failed", "output": part_output(v, p, t, md=True),
-              "output_format": "md", "visibility": "after_published" if p.hidden else "visible",
-              "extra_data": {"kata": v.kata.id, "tier": p.tier, "passed": p.passed, "graded": p.graded,
-                             "kata_status": v.entry.status, "diagnoses": [d["id"] for d in v.diagnoses]}}
-             for v in vs for p in v.parts]
-    return {"score": cr.total(student), "output": feedback_markdown(cr, student), "output_format": "md",
-            "tests": tests, "extra_data": _extra(cr, student, vs)}
+    tests = [
+        {
+            "name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}",
+            "score": p.score,
+            "max_score": p.max_score,
+            "status": "passed" if p.ok else "failed",
+            "output": part_output(v, p, t, md=True),
+            "output_format": "md",
+            "visibility": "after_published" if p.hidden else "visible",
+            "extra_data": {
+                "kata": v.kata.id,
+                "tier": p.tier,
+                "passed": p.passed,
+                "graded": p.graded,
+                "kata_status": v.entry.status,
+                "diagnoses": [d["id"] for d in v.diagnoses],
+            },
+        }
+        for v in vs
+        for p in v.parts
+    ]
+    return {
+        "score": cr.total(student),
+        "output": feedback_markdown(cr, student),
+        "output_format": "md",
+        "tests": tests,
+        "extra_data": _extra(cr, student, vs),
+    }
 
 
 def prairielearn(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
@@ -195,15 +253,29 @@ def prairielearn(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str
     t = L10N.get(cr.lang, L10N["en"])
     errors = [why for v in vs if (why := v.ungradable)]
     max_points = cr.manifest.max_points
-    tests = [{"name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}", "points": p.score, "max_points": p.max_score,
-              "message": _kata_message(v, t) if p is _carries_diagnoses(v) else "",
-              "output": part_output(v, p, t, md=False)} for v in vs for p in v.parts]
+    tests = [
+        {
+            "name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}",
+            "points": p.score,
+            "max_points": p.max_score,
+            "message": _kata_message(v, t) if p is _carries_diagnoses(v) else "",
+            "output": part_output(v, p, t, md=False),
+        }
+        for v in vs
+        for p in v.parts
+    ]
     out: dict[str, Any] = {
         "gradable": not errors,
-        "score": round(min(1.0, max(0.0, cr.total(student) / max_points)), 4) if max_points else 0.0,
-        "message": "; ".join(f"{v.kata.id}: {t['statuses'].get(v.entry.status, v.entry.status)} "
-                             f"{v.entry.score:g}/{v.entry.points:g}" for v in vs),
-        "output": feedback_markdown(cr, student), "tests": tests,
+        "score": round(min(1.0, max(0.0, cr.total(student) / max_points)), 4)
+        if max_points
+        else 0.0,
+        "message": "; ".join(
+            f"{v.kata.id}: {t['statuses'].get(v.entry.status, v.entry.status)} "
+            f"{v.entry.score:g}/{v.entry.points:g}"
+            for v in vs
+        ),
+        "output": feedback_markdown(cr, student),
+        "tests": tests,
     }
     if errors:
         out["format_errors"] = errors
@@ -224,11 +296,23 @@ def github_classroom(cr: ClassResults, student: str, vs: list[KataView]) -> dict
         lines = [ref["line"] for d in v.diagnoses for ref in d.get("source", [])]
         for p in v.parts:
             carries = p is _carries_diagnoses(v)
-            message = part_output(v, p, t, md=False) if carries else "\n".join(_tier_summary(p, t, md=False))
-            tests.append({"name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}", "status": status(v, p),
-                          "message": message, "test_code": f"kata check {v.kata.id} {v.kata.solution_file}",
-                          "filename": v.kata.solution_file, "line_no": lines[0] if carries and lines else 0,
-                          "execution_time": f"{v.entry.seconds:.2f}s", "score": p.score})
+            message = (
+                part_output(v, p, t, md=False)
+                if carries
+                else "\n".join(_tier_summary(p, t, md=False))
+            )
+            tests.append(
+                {
+                    "name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}",
+                    "status": status(v, p),
+                    "message": message,
+                    "test_code": f"kata check {v.kata.id} {v.kata.solution_file}",
+                    "filename": v.kata.solution_file,
+                    "line_no": lines[0] if carries and lines else 0,
+                    "execution_time": f"{v.entry.seconds:.2f}s",
+                    "score": p.score,
+                }
+            )
     states = {x["status"] for x in tests}
     overall = "error" if "error" in states else "fail" if "fail" in states else "pass"
     return {"version": 1, "status": overall, "max_score": cr.manifest.max_points, "tests": tests}
@@ -236,27 +320,61 @@ def github_classroom(cr: ClassResults, student: str, vs: list[KataView]) -> dict
 
 def classroom50(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
     t = L10N.get(cr.lang, L10N["en"])
-    tests = [{"test-name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}", "passed": p.ok, "score": p.score,
-              "max-score": p.max_score, "kata": v.kata.id, "tier": p.tier, "status": v.entry.status,
-              "message": part_output(v, p, t, md=False),
-              "diagnoses": [diagnosis_record(d, v.lines) for d in v.diagnoses] if p is _carries_diagnoses(v) else []}
-             for v in vs for p in v.parts]
-    return {"schema": CLASSROOM50_SCHEMA, "score": cr.total(student), "max-score": cr.manifest.max_points,
-            "tests": tests, "attnkata": _extra(cr, student, vs)}
+    tests = [
+        {
+            "test-name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}",
+            "passed": p.ok,
+            "score": p.score,
+            "max-score": p.max_score,
+            "kata": v.kata.id,
+            "tier": p.tier,
+            "status": v.entry.status,
+            "message": part_output(v, p, t, md=False),
+            "diagnoses": [diagnosis_record(d, v.lines) for d in v.diagnoses]
+            if p is _carries_diagnoses(v)
+            else [],
+        }
+        for v in vs
+        for p in v.parts
+    ]
+    return {
+        "schema": CLASSROOM50_SCHEMA,
+        "score": cr.total(student),
+        "max-score": cr.manifest.max_points,
+        "tests": tests,
+        "attnkata": _extra(cr, student, vs),
+    }
 
 
 def _extra(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
-    return {"attnkata": __version__, "set": cr.manifest.title,
-            "katas": {v.kata.id: {"status": v.entry.status, "score": v.entry.score, "points": v.entry.points,
-                                  "late": v.entry.late, "notes": v.entry.notes,
-                                  "diagnoses": [diagnosis_record(d, v.lines) for d in v.diagnoses]} for v in vs}}
+    return {
+        "attnkata": __version__,
+        "set": cr.manifest.title,
+        "katas": {
+            v.kata.id: {
+                "status": v.entry.status,
+                "score": v.entry.score,
+                "points": v.entry.points,
+                "late": v.entry.late,
+                "notes": v.entry.notes,
+                "diagnoses": [diagnosis_record(d, v.lines) for d in v.diagnoses],
+            }
+            for v in vs
+        },
+    }
 
 
-BUILDERS = {"gradescope": gradescope, "prairielearn": prairielearn, "github-classroom": github_classroom,
-            "classroom50": classroom50}
+BUILDERS = {
+    "gradescope": gradescope,
+    "prairielearn": prairielearn,
+    "github-classroom": github_classroom,
+    "classroom50": classroom50,
+}
 
 
-def platform_result(cr: ClassResults, student: str, fmt: str, hidden_tiers: list[str] | None = None) -> dict[str, Any]:
+def platform_result(
+    cr: ClassResults, student: str, fmt: str, hidden_tiers: list[str] | None = None
+) -> dict[str, Any]:
     """`cr`'s result for `student` in the platform's schema."""
     if fmt not in BUILDERS:
         raise UsageError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
@@ -273,15 +391,26 @@ def github_output_line(payload: dict[str, Any]) -> str:
 
 def _copy_submission(src: Path, dst: Path) -> None:
     """The student's Python files only (never .git, caches or data files)."""
+
     def ignore(folder: str, names: list[str]) -> set[str]:
-        return {n for n in names if n.startswith((".", "__"))
-                or (not n.endswith(".py") and not (Path(folder) / n).is_dir())}
+        return {
+            n
+            for n in names
+            if n.startswith((".", "__"))
+            or (not n.endswith(".py") and not (Path(folder) / n).is_dir())
+        }
 
     shutil.copytree(src, dst, ignore=ignore, symlinks=True)
 
 
-def autograde(bundle: Path, submission: Path, fmt: str, *, opts: GradeOptions | None = None,
-              hidden_tiers: list[str] | None = None) -> dict[str, Any]:
+def autograde(
+    bundle: Path,
+    submission: Path,
+    fmt: str,
+    *,
+    opts: GradeOptions | None = None,
+    hidden_tiers: list[str] | None = None,
+) -> dict[str, Any]:
     """Grade one submission folder against the set in `bundle`; the platform's result JSON."""
     if fmt not in BUILDERS:
         raise UsageError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
@@ -289,7 +418,9 @@ def autograde(bundle: Path, submission: Path, fmt: str, *, opts: GradeOptions | 
         raise UsageError(f"unknown tier(s) {', '.join(bad)}", f"tiers: {', '.join(TIERS)}")
     submission = Path(submission)
     if not submission.is_dir():
-        raise UsageError(f"{submission} is not a folder", "SUBMISSION is the folder with the student's files")
+        raise UsageError(
+            f"{submission} is not a folder", "SUBMISSION is the folder with the student's files"
+        )
     opts = opts or GradeOptions()
     with tempfile.TemporaryDirectory(prefix="attnkata-autograde-") as tmp:
         student = "submission"

@@ -21,7 +21,9 @@ from attnkata.checker.sets.grade import MISSING, ClassResults, Entry
 from attnkata.checker.sets.handout import CJK_FONTS
 from attnkata.checker.textsafe import clean, json_text
 
-NEEDS_REVIEW = "policy-needs-review"  # checker/policy.py's NEEDS_REVIEW (not imported: no policy code here)
+NEEDS_REVIEW = (
+    "policy-needs-review"  # checker/policy.py's NEEDS_REVIEW (not imported: no policy code here)
+)
 
 COUNTED_SEVERITIES = ("essential", "actionable")  # what counts as a mistake in the histogram
 MAX_FEEDBACK_DIAGNOSTICS = 3
@@ -30,57 +32,146 @@ MAX_FEEDBACK_TESTS = 8
 
 L10N = {
     "en": {
-        "report": "Class report", "graded": "Graded", "students": "Students", "katas": "Katas",
-        "submissions": "Submissions graded", "mean": "Mean score", "median": "Median score",
-        "distribution": "Score distribution", "per_kata": "Pass rate per kata", "kata": "Kata",
-        "submitted": "Submitted", "passed": "Passed", "pass_rate": "Pass rate", "mean_points": "Mean points",
-        "missing": "Missing", "late": "Late", "timeouts": "Timeouts", "errors": "Errors",
-        "mistakes": "Most common mistakes", "mistake": "Mistake", "share": "Share", "who": "Students",
-        "no_mistakes": "No mistakes were diagnosed.", "student": "Student", "total": "Total",
-        "percent": "Percent", "notes": "Notes", "config": "Grading configuration",
-        "weights": "Tier weights", "limits": "Limits", "deadline": "Deadline", "penalty": "Late penalty",
-        "none": "none", "of": "of", "in": "in", "per_call": "per call", "per_submission": "per submission",
+        "report": "Class report",
+        "graded": "Graded",
+        "students": "Students",
+        "katas": "Katas",
+        "submissions": "Submissions graded",
+        "mean": "Mean score",
+        "median": "Median score",
+        "distribution": "Score distribution",
+        "per_kata": "Pass rate per kata",
+        "kata": "Kata",
+        "submitted": "Submitted",
+        "passed": "Passed",
+        "pass_rate": "Pass rate",
+        "mean_points": "Mean points",
+        "missing": "Missing",
+        "late": "Late",
+        "timeouts": "Timeouts",
+        "errors": "Errors",
+        "mistakes": "Most common mistakes",
+        "mistake": "Mistake",
+        "share": "Share",
+        "who": "Students",
+        "no_mistakes": "No mistakes were diagnosed.",
+        "student": "Student",
+        "total": "Total",
+        "percent": "Percent",
+        "notes": "Notes",
+        "config": "Grading configuration",
+        "weights": "Tier weights",
+        "limits": "Limits",
+        "deadline": "Deadline",
+        "penalty": "Late penalty",
+        "none": "none",
+        "of": "of",
+        "in": "in",
+        "per_call": "per call",
+        "per_submission": "per submission",
         "count": "students",
         # feedback
-        "tier": "Tier", "tests_passed": "Tests passed", "what_went_wrong": "What went wrong",
-        "failed_tests": "Failed tests", "missing_file": "No file was handed in for this kata.",
-        "late_note": "Handed in late", "all_pass": "All required tests pass. Well done!",
-        "statuses": {"pass": "pass", "fail": "fail", "error": "error", "timeout": "timeout", "missing": "missing"},
-        "more_tests": "... and {n} more", "students_h": "Students",
-        "title_line": "Feedback: {student}", "total_line": "Total: **{total} / {max}** ({pct}%)",
-        "status_line": "Status: **{status}** · Score: **{score} / {points}**", "code_line": "Your code (line {line}):",
+        "tier": "Tier",
+        "tests_passed": "Tests passed",
+        "what_went_wrong": "What went wrong",
+        "failed_tests": "Failed tests",
+        "missing_file": "No file was handed in for this kata.",
+        "late_note": "Handed in late",
+        "all_pass": "All required tests pass. Well done!",
+        "statuses": {
+            "pass": "pass",
+            "fail": "fail",
+            "error": "error",
+            "timeout": "timeout",
+            "missing": "missing",
+        },
+        "more_tests": "... and {n} more",
+        "students_h": "Students",
+        "title_line": "Feedback: {student}",
+        "total_line": "Total: **{total} / {max}** ({pct}%)",
+        "status_line": "Status: **{status}** · Score: **{score} / {points}**",
+        "code_line": "Your code (line {line}):",
         "fix_line": "*Fix:* {fix}",
         "tiers": {"core": "core", "edge": "edge", "efficient": "efficient"},
-        "severities": {"essential": "essential", "actionable": "actionable", "informative": "informative",
-                       "celebratory": "celebratory"},
+        "severities": {
+            "essential": "essential",
+            "actionable": "actionable",
+            "informative": "informative",
+            "celebratory": "celebratory",
+        },
         "needs_review": "Needs review",
         "needs_review_intro": "What the static policy could not resolve (not banned, graded as usual): "
-                              "a person should read these lines.",
+        "a person should read these lines.",
         "needs_review_feedback": "Your file uses constructs the automatic checks cannot read; "
-                                 "your instructor may look at these lines:",
+        "your instructor may look at these lines:",
     },
     "zh": {
-        "report": "班级报告", "graded": "评测时间", "students": "学生数", "katas": "题目数",
-        "submissions": "已评测提交", "mean": "平均分", "median": "中位数",
-        "distribution": "分数分布", "per_kata": "各题通过率", "kata": "题目",
-        "submitted": "已提交", "passed": "通过", "pass_rate": "通过率", "mean_points": "平均得分",
-        "missing": "缺交", "late": "迟交", "timeouts": "超时", "errors": "出错",
-        "mistakes": "最常见的错误", "mistake": "错误", "share": "占比", "who": "学生",
-        "no_mistakes": "没有诊断出错误。", "student": "学生", "total": "总分",
-        "percent": "百分比", "notes": "备注", "config": "评分配置",
-        "weights": "层级权重", "limits": "限制", "deadline": "截止时间", "penalty": "迟交扣分",
-        "none": "无", "of": "/", "in": "出现在", "per_call": "每次调用", "per_submission": "每份提交",
+        "report": "班级报告",
+        "graded": "评测时间",
+        "students": "学生数",
+        "katas": "题目数",
+        "submissions": "已评测提交",
+        "mean": "平均分",
+        "median": "中位数",
+        "distribution": "分数分布",
+        "per_kata": "各题通过率",
+        "kata": "题目",
+        "submitted": "已提交",
+        "passed": "通过",
+        "pass_rate": "通过率",
+        "mean_points": "平均得分",
+        "missing": "缺交",
+        "late": "迟交",
+        "timeouts": "超时",
+        "errors": "出错",
+        "mistakes": "最常见的错误",
+        "mistake": "错误",
+        "share": "占比",
+        "who": "学生",
+        "no_mistakes": "没有诊断出错误。",
+        "student": "学生",
+        "total": "总分",
+        "percent": "百分比",
+        "notes": "备注",
+        "config": "评分配置",
+        "weights": "层级权重",
+        "limits": "限制",
+        "deadline": "截止时间",
+        "penalty": "迟交扣分",
+        "none": "无",
+        "of": "/",
+        "in": "出现在",
+        "per_call": "每次调用",
+        "per_submission": "每份提交",
         "count": "人",
-        "tier": "层级", "tests_passed": "通过的测试", "what_went_wrong": "问题诊断",
-        "failed_tests": "未通过的测试", "missing_file": "这道题没有提交文件。",
-        "late_note": "迟交", "all_pass": "所有必需测试均已通过，做得好！",
-        "statuses": {"pass": "通过", "fail": "未通过", "error": "出错", "timeout": "超时", "missing": "缺交"},
-        "more_tests": "……还有 {n} 个", "students_h": "学生",
-        "title_line": "反馈：{student}", "total_line": "总分：**{total} / {max}**（{pct}%）",
-        "status_line": "状态：**{status}** · 得分：**{score} / {points}**", "code_line": "你的代码（第 {line} 行）：",
+        "tier": "层级",
+        "tests_passed": "通过的测试",
+        "what_went_wrong": "问题诊断",
+        "failed_tests": "未通过的测试",
+        "missing_file": "这道题没有提交文件。",
+        "late_note": "迟交",
+        "all_pass": "所有必需测试均已通过，做得好！",
+        "statuses": {
+            "pass": "通过",
+            "fail": "未通过",
+            "error": "出错",
+            "timeout": "超时",
+            "missing": "缺交",
+        },
+        "more_tests": "……还有 {n} 个",
+        "students_h": "学生",
+        "title_line": "反馈：{student}",
+        "total_line": "总分：**{total} / {max}**（{pct}%）",
+        "status_line": "状态：**{status}** · 得分：**{score} / {points}**",
+        "code_line": "你的代码（第 {line} 行）：",
         "fix_line": "*修改建议：* {fix}",
         "tiers": {"core": "核心", "edge": "边界情况", "efficient": "效率"},
-        "severities": {"essential": "必须修复", "actionable": "建议修复", "informative": "提示", "celebratory": "做得好"},
+        "severities": {
+            "essential": "必须修复",
+            "actionable": "建议修复",
+            "informative": "提示",
+            "celebratory": "做得好",
+        },
         "needs_review": "待人工查看",
         "needs_review_intro": "静态规则无法判断的写法（并不禁止，照常评测）：需要有人看一下这些行。",
         "needs_review_feedback": "你的文件用了自动检查读不懂的写法；讲师可能会查看这些行：",
@@ -105,14 +196,22 @@ def kata_stats(cr: ClassResults) -> list[dict[str, Any]]:
         n = len(es)
         submitted = [e for e in es if e.status != MISSING]
         passed = sum(e.status == "pass" for e in es)
-        rows.append({
-            "kata": k.id, "title": k.title, "students": n, "submitted": len(submitted), "passed": passed,
-            "pass_rate": round(passed / n, 4) if n else 0.0,
-            "mean_score": round(statistics.fmean(e.score for e in es), 3) if es else 0.0,
-            "points": cr.manifest.points(k.id),
-            "missing": n - len(submitted), "late": sum(e.late for e in es),
-            "timeouts": sum(e.status == "timeout" for e in es), "errors": sum(e.status == "error" for e in es),
-        })
+        rows.append(
+            {
+                "kata": k.id,
+                "title": k.title,
+                "students": n,
+                "submitted": len(submitted),
+                "passed": passed,
+                "pass_rate": round(passed / n, 4) if n else 0.0,
+                "mean_score": round(statistics.fmean(e.score for e in es), 3) if es else 0.0,
+                "points": cr.manifest.points(k.id),
+                "missing": n - len(submitted),
+                "late": sum(e.late for e in es),
+                "timeouts": sum(e.status == "timeout" for e in es),
+                "errors": sum(e.status == "error" for e in es),
+            }
+        )
     return rows
 
 
@@ -133,8 +232,17 @@ def mistake_histogram(cr: ClassResults) -> list[dict[str, Any]]:
                 c["students"].append(e.student)
         for mid, c in counts.items():
             n = len(graded)
-            rows.append({"kata": k.id, "id": mid, "title": c["title"], "count": len(c["students"]), "of": n,
-                         "share": round(len(c["students"]) / n, 4) if n else 0.0, "students": c["students"]})
+            rows.append(
+                {
+                    "kata": k.id,
+                    "id": mid,
+                    "title": c["title"],
+                    "count": len(c["students"]),
+                    "of": n,
+                    "share": round(len(c["students"]) / n, 4) if n else 0.0,
+                    "students": c["students"],
+                }
+            )
     rows.sort(key=lambda r: (-r["share"], -r["count"], r["kata"], r["id"]))
     return rows
 
@@ -148,15 +256,23 @@ def needs_review(cr: ClassResults) -> list[dict[str, Any]]:
             e = cr.entry(s, k)
             for d in (e.result or {}).get("diagnostics", []):
                 if d.get("id") == NEEDS_REVIEW:
-                    rows.append({"student": s, "kata": k, "uses": [clean(str(x)) for x in d.get("evidence", [])]})
+                    rows.append(
+                        {
+                            "student": s,
+                            "kata": k,
+                            "uses": [clean(str(x)) for x in d.get("evidence", [])],
+                        }
+                    )
     return rows
 
 
 def mistake_sentence(row: dict[str, Any], lang: str = "en") -> str:
     """`40% (2 of 5) in sdpa: Time limit exceeded [timeout]`."""
     t = L10N.get(lang, L10N["en"])
-    return (f"{row['share']:.0%} ({row['count']} {t['of']} {row['of']}) {t['in']} {row['kata']}: "
-            f"{row['title']} [{row['id']}]")
+    return (
+        f"{row['share']:.0%} ({row['count']} {t['of']} {row['of']}) {t['in']} {row['kata']}: "
+        f"{row['title']} [{row['id']}]"
+    )
 
 
 def distribution(cr: ClassResults, bins: int = 10) -> list[int]:
@@ -190,12 +306,32 @@ def write_csv(cr: ClassResults, path: Path) -> Path:
     ids = cr.manifest.kata_ids
     f = io.StringIO(newline="")
     w = csv.writer(f)
-    w.writerow(["student", *ids, "total", "max", "percent", *[f"{k} status" for k in ids], "late", "missing"])
+    w.writerow(
+        [
+            "student",
+            *ids,
+            "total",
+            "max",
+            "percent",
+            *[f"{k} status" for k in ids],
+            "late",
+            "missing",
+        ]
+    )
     for s in cr.students:
         es = [cr.entry(s, k) for k in ids]
-        w.writerow([_cell(s), *[f"{e.score:g}" for e in es], f"{cr.total(s):g}", f"{cr.manifest.max_points:g}",
-                    f"{percent(cr, s):g}", *[e.status for e in es],
-                    " ".join(e.kata for e in es if e.late), " ".join(e.kata for e in es if e.status == MISSING)])
+        w.writerow(
+            [
+                _cell(s),
+                *[f"{e.score:g}" for e in es],
+                f"{cr.total(s):g}",
+                f"{cr.manifest.max_points:g}",
+                f"{percent(cr, s):g}",
+                *[e.status for e in es],
+                " ".join(e.kata for e in es if e.late),
+                " ".join(e.kata for e in es if e.status == MISSING),
+            ]
+        )
     write_atomic(path, f.getvalue())
     return path
 
@@ -205,15 +341,49 @@ def to_json(cr: ClassResults) -> dict[str, Any]:
     m = cr.manifest
     return {
         "format": 1,
-        "set": {"title": m.title, "katas": [{"id": k.id, "title": k.title, "hash": k.hash, "version": k.version,
-                                             "points": m.points(k.id)} for k in m.katas],
-                "grading": {"tier_weights": m.grading.tier_weights, "due": m.grading.due}},
-        "graded_at": cr.graded_at, "lang": cr.lang, "stats": cr.stats, "warnings": cr.warnings,
+        "set": {
+            "title": m.title,
+            "katas": [
+                {
+                    "id": k.id,
+                    "title": k.title,
+                    "hash": k.hash,
+                    "version": k.version,
+                    "points": m.points(k.id),
+                }
+                for k in m.katas
+            ],
+            "grading": {"tier_weights": m.grading.tier_weights, "due": m.grading.due},
+        },
+        "graded_at": cr.graded_at,
+        "lang": cr.lang,
+        "stats": cr.stats,
+        "warnings": cr.warnings,
         "students": [
-            {"student": s, "total": cr.total(s), "max": m.max_points, "percent": percent(cr, s),
-             "katas": {k: {f: getattr(cr.entry(s, k), f) for f in
-                           ("status", "score", "points", "late", "path", "sha256", "notes", "reused", "seconds",
-                            "result")} for k in m.kata_ids}}
+            {
+                "student": s,
+                "total": cr.total(s),
+                "max": m.max_points,
+                "percent": percent(cr, s),
+                "katas": {
+                    k: {
+                        f: getattr(cr.entry(s, k), f)
+                        for f in (
+                            "status",
+                            "score",
+                            "points",
+                            "late",
+                            "path",
+                            "sha256",
+                            "notes",
+                            "reused",
+                            "seconds",
+                            "result",
+                        )
+                    }
+                    for k in m.kata_ids
+                },
+            }
             for s in cr.students
         ],
         "katas": kata_stats(cr),
@@ -267,7 +437,9 @@ def quoted_lines(ref: dict[str, Any], lines: list[str]) -> str | None:
     """The student's own lines a diagnosis points at, numbered (at most 8), or None."""
     lo, hi = ref["line"], ref.get("end_line") or ref["line"]
     if lines and 0 < lo <= len(lines):
-        return "\n".join(f"{n:>4} | {clean(lines[n - 1])}" for n in range(lo, min(hi, lo + 7, len(lines)) + 1))
+        return "\n".join(
+            f"{n:>4} | {clean(lines[n - 1])}" for n in range(lo, min(hi, lo + 7, len(lines)) + 1)
+        )
     if ref.get("text"):
         return f"{lo:>4} | {clean(str(ref['text']))}"
     return None
@@ -291,22 +463,35 @@ def diagnosis_markdown(d: dict[str, Any], lines: list[str], t: dict[str, Any]) -
 def failed_test_line(test: dict[str, Any], t: dict[str, Any]) -> str:
     """One failed test in a student's feedback; its message clipped at a word boundary."""
     msg = clip(_inline(test.get("message", "")), MAX_FEEDBACK_MESSAGE)
-    return (f"- `{test['id']}` ({t['tiers'].get(test['tier'], test['tier'])}, "
-            f"{t['statuses'].get(test['status'], test['status'])})" + (f": {msg}" if msg else ""))
+    return (
+        f"- `{test['id']}` ({t['tiers'].get(test['tier'], test['tier'])}, "
+        f"{t['statuses'].get(test['status'], test['status'])})" + (f": {msg}" if msg else "")
+    )
 
 
 def feedback_markdown(cr: ClassResults, student: str) -> str:
     t = _t(cr)
     m = cr.manifest
-    out = [f"# {t['title_line'].format(student=_inline(student))}", "", f"**{_inline(m.title)}**", "",
-           t["total_line"].format(total=f"{cr.total(student):g}", max=f"{m.max_points:g}",
-                                  pct=f"{percent(cr, student):g}"), ""]
+    out = [
+        f"# {t['title_line'].format(student=_inline(student))}",
+        "",
+        f"**{_inline(m.title)}**",
+        "",
+        t["total_line"].format(
+            total=f"{cr.total(student):g}", max=f"{m.max_points:g}", pct=f"{percent(cr, student):g}"
+        ),
+        "",
+    ]
     for k in m.katas:
         e = cr.entry(student, k.id)
         status = t["statuses"].get(e.status, e.status)
-        out += [f"## {k.title.get(cr.lang, k.title['en'])} (`{k.id}`)", "",
-                t["status_line"].format(status=status, score=f"{e.score:g}", points=f"{e.points:g}")
-                + (f" · {t['late_note']}" if e.late else ""), ""]
+        out += [
+            f"## {k.title.get(cr.lang, k.title['en'])} (`{k.id}`)",
+            "",
+            t["status_line"].format(status=status, score=f"{e.score:g}", points=f"{e.points:g}")
+            + (f" · {t['late_note']}" if e.late else ""),
+            "",
+        ]
         for note in e.notes:
             out.append(f"- {_inline(note)}")
         if e.notes:
@@ -320,7 +505,10 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
             from attnkata.checker.sets.manifest import tier_fractions
 
             out += [f"| {t['tier']} | {t['tests_passed']} |", "|---|---|"]
-            out += [f"| {t['tiers'].get(tier, tier)} | {p}/{n} |" for tier, (p, n) in tier_fractions(tests).items()]
+            out += [
+                f"| {t['tiers'].get(tier, tier)} | {p}/{n} |"
+                for tier, (p, n) in tier_fractions(tests).items()
+            ]
             out.append("")
         diags = _ordered(result.get("diagnostics", []))[:MAX_FEEDBACK_DIAGNOSTICS]
         if diags:
@@ -395,7 +583,7 @@ svg text { font-family: inherit; }
 
 
 def _bar(share: float) -> str:
-    return f"<span class=\"bar\"><span style=\"width:{max(0.0, min(1.0, share)) * 100:.1f}%\"></span></span>"
+    return f'<span class="bar"><span style="width:{max(0.0, min(1.0, share)) * 100:.1f}%"></span></span>'
 
 
 def _histogram_svg(counts: list[int], label: str) -> str:
@@ -403,19 +591,29 @@ def _histogram_svg(counts: list[int], label: str) -> str:
     n = len(counts)
     top = max(counts) or 1
     bw = (width - 2 * pad) / n
-    parts = [f"<svg role=\"img\" aria-label=\"{html.escape(label)}\" width=\"{width}\" height=\"{height}\" "
-             f"viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">"]
-    parts.append(f"<line x1=\"{pad}\" y1=\"{height - pad}\" x2=\"{width - pad}\" y2=\"{height - pad}\" stroke=\"#999\"/>")
+    parts = [
+        f'<svg role="img" aria-label="{html.escape(label)}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+    ]
+    parts.append(
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>'
+    )
     for i, c in enumerate(counts):
         h = (height - 2 * pad - 14) * c / top
         x = pad + i * bw
         y = height - pad - h
-        parts.append(f"<rect x=\"{x + 3:.1f}\" y=\"{y:.1f}\" width=\"{bw - 6:.1f}\" height=\"{h:.1f}\" fill=\"#2457c5\">"
-                     f"<title>{i * 100 // n}-{(i + 1) * 100 // n}%: {c}</title></rect>")
+        parts.append(
+            f'<rect x="{x + 3:.1f}" y="{y:.1f}" width="{bw - 6:.1f}" height="{h:.1f}" fill="#2457c5">'
+            f"<title>{i * 100 // n}-{(i + 1) * 100 // n}%: {c}</title></rect>"
+        )
         if c:
-            parts.append(f"<text x=\"{x + bw / 2:.1f}\" y=\"{y - 4:.1f}\" text-anchor=\"middle\" font-size=\"12\">{c}</text>")
-        parts.append(f"<text x=\"{x + bw / 2:.1f}\" y=\"{height - pad + 14}\" text-anchor=\"middle\" font-size=\"11\" "
-                     f"fill=\"#5d6675\">{i * 100 // n}-{(i + 1) * 100 // n}%</text>")
+            parts.append(
+                f'<text x="{x + bw / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" font-size="12">{c}</text>'
+            )
+        parts.append(
+            f'<text x="{x + bw / 2:.1f}" y="{height - pad + 14}" text-anchor="middle" font-size="11" '
+            f'fill="#5d6675">{i * 100 // n}-{(i + 1) * 100 // n}%</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -431,85 +629,121 @@ def render_html(cr: ClassResults) -> str:
     esc = _esc
     pct = [percent(cr, s) for s in cr.students]
     graded = sum(1 for e in cr.entries.values() if e.status != MISSING)
-    body = [f"<h1>{esc(m.title)}</h1>",
-            f"<p class=\"meta\">{t['report']} · {t['graded']} {esc(cr.graded_at)}</p>",
-            "<div class=\"cards\">"]
-    cards = [(t["students"], str(len(cr.students))), (t["katas"], str(len(m.katas))),
-             (t["submissions"], str(graded)),
-             (t["mean"], f"{statistics.fmean(pct):.1f}%" if pct else "-"),
-             (t["median"], f"{statistics.median(pct):.1f}%" if pct else "-")]
-    body += [f"<div class=\"card\"><div class=\"v\">{esc(v)}</div><div class=\"k\">{esc(k)}</div></div>" for k, v in cards]
+    body = [
+        f"<h1>{esc(m.title)}</h1>",
+        f'<p class="meta">{t["report"]} · {t["graded"]} {esc(cr.graded_at)}</p>',
+        '<div class="cards">',
+    ]
+    cards = [
+        (t["students"], str(len(cr.students))),
+        (t["katas"], str(len(m.katas))),
+        (t["submissions"], str(graded)),
+        (t["mean"], f"{statistics.fmean(pct):.1f}%" if pct else "-"),
+        (t["median"], f"{statistics.median(pct):.1f}%" if pct else "-"),
+    ]
+    body += [
+        f'<div class="card"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
+        for k, v in cards
+    ]
     body.append("</div>")
     body += [f"<h2>{t['distribution']}</h2>", _histogram_svg(distribution(cr), t["distribution"])]
-    body += [f"<h2>{t['per_kata']}</h2><table><thead><tr><th>{t['kata']}</th><th class=\"num\">{t['submitted']}</th>"
-             f"<th class=\"num\">{t['passed']}</th><th>{t['pass_rate']}</th><th class=\"num\">{t['mean_points']}</th>"
-             f"<th class=\"num\">{t['missing']}</th><th class=\"num\">{t['late']}</th>"
-             f"<th class=\"num\">{t['timeouts']}</th><th class=\"num\">{t['errors']}</th></tr></thead><tbody>"]
+    body += [
+        f'<h2>{t["per_kata"]}</h2><table><thead><tr><th>{t["kata"]}</th><th class="num">{t["submitted"]}</th>'
+        f'<th class="num">{t["passed"]}</th><th>{t["pass_rate"]}</th><th class="num">{t["mean_points"]}</th>'
+        f'<th class="num">{t["missing"]}</th><th class="num">{t["late"]}</th>'
+        f'<th class="num">{t["timeouts"]}</th><th class="num">{t["errors"]}</th></tr></thead><tbody>'
+    ]
     for r in kata_stats(cr):
         title = r["title"].get(cr.lang, r["title"]["en"])
         body.append(
-            f"<tr class=\"kata-row\" data-kata=\"{esc(r['kata'])}\"><td><code>{esc(r['kata'])}</code> {esc(title)}</td>"
-            f"<td class=\"num\">{r['submitted']}/{r['students']}</td><td class=\"num\">{r['passed']}</td>"
-            f"<td>{_bar(r['pass_rate'])} <span class=\"pass-rate\">{r['pass_rate']:.0%}</span></td>"
-            f"<td class=\"num\">{r['mean_score']:.2f} / {r['points']:g}</td><td class=\"num\">{r['missing']}</td>"
-            f"<td class=\"num\">{r['late']}</td><td class=\"num\">{r['timeouts']}</td><td class=\"num\">{r['errors']}</td></tr>")
+            f'<tr class="kata-row" data-kata="{esc(r["kata"])}"><td><code>{esc(r["kata"])}</code> {esc(title)}</td>'
+            f'<td class="num">{r["submitted"]}/{r["students"]}</td><td class="num">{r["passed"]}</td>'
+            f'<td>{_bar(r["pass_rate"])} <span class="pass-rate">{r["pass_rate"]:.0%}</span></td>'
+            f'<td class="num">{r["mean_score"]:.2f} / {r["points"]:g}</td><td class="num">{r["missing"]}</td>'
+            f'<td class="num">{r["late"]}</td><td class="num">{r["timeouts"]}</td><td class="num">{r["errors"]}</td></tr>'
+        )
     body.append("</tbody></table>")
     hist = mistake_histogram(cr)
     body.append(f"<h2>{t['mistakes']}</h2>")
     if hist:
-        body.append(f"<table class=\"mistakes\"><thead><tr><th>{t['share']}</th><th>{t['kata']}</th>"
-                    f"<th>{t['mistake']}</th><th>{t['who']}</th></tr></thead><tbody>")
+        body.append(
+            f'<table class="mistakes"><thead><tr><th>{t["share"]}</th><th>{t["kata"]}</th>'
+            f"<th>{t['mistake']}</th><th>{t['who']}</th></tr></thead><tbody>"
+        )
         for r in hist:
-            who = ", ".join(esc(s) for s in r["students"][:8]) + (" ..." if len(r["students"]) > 8 else "")
+            who = ", ".join(esc(s) for s in r["students"][:8]) + (
+                " ..." if len(r["students"]) > 8 else ""
+            )
             body.append(
-                f"<tr class=\"mistake\" data-id=\"{esc(r['id'])}\" data-kata=\"{esc(r['kata'])}\">"
+                f'<tr class="mistake" data-id="{esc(r["id"])}" data-kata="{esc(r["kata"])}">'
                 f"<td>{_bar(r['share'])} <strong>{r['share']:.0%}</strong> ({r['count']} {t['of']} {r['of']})</td>"
                 f"<td><code>{esc(r['kata'])}</code></td><td>{esc(r['title'])} <code>{esc(r['id'])}</code></td>"
-                f"<td>{who}</td></tr>")
+                f"<td>{who}</td></tr>"
+            )
         body.append("</tbody></table>")
     else:
         body.append(f"<p>{t['no_mistakes']}</p>")
-    body.append(f"<h2>{t['students_h']}</h2><table class=\"students\"><thead><tr><th>{t['student']}</th>"
-                + "".join(f"<th class=\"num\"><code>{esc(k)}</code></th>" for k in m.kata_ids)
-                + f"<th class=\"num\">{t['total']}</th><th class=\"num\">{t['percent']}</th><th>{t['notes']}</th></tr></thead><tbody>")
+    body.append(
+        f'<h2>{t["students_h"]}</h2><table class="students"><thead><tr><th>{t["student"]}</th>'
+        + "".join(f'<th class="num"><code>{esc(k)}</code></th>' for k in m.kata_ids)
+        + f'<th class="num">{t["total"]}</th><th class="num">{t["percent"]}</th><th>{t["notes"]}</th></tr></thead><tbody>'
+    )
     for s in cr.students:
         cells = []
         notes = []
         for k in m.kata_ids:
             e: Entry = cr.entry(s, k)
             status = t["statuses"].get(e.status, e.status)
-            cells.append(f"<td class=\"num s-{esc(e.status)}\" title=\"{esc(status)}\">{e.score:g} "
-                         f"<small>{esc(status)}</small></td>")
-            notes += [f"{k}: {clip(n, 120)}" for n in e.notes]  # a late file's note says so (grade.py)
+            cells.append(
+                f'<td class="num s-{esc(e.status)}" title="{esc(status)}">{e.score:g} '
+                f"<small>{esc(status)}</small></td>"
+            )
+            notes += [
+                f"{k}: {clip(n, 120)}" for n in e.notes
+            ]  # a late file's note says so (grade.py)
             top = _ordered((e.result or {}).get("diagnostics", []))
             if top and e.status not in ("pass", MISSING) and top[0].get("severity") == "essential":
-                notes.append(f"{k}: {clip(top[0].get('title', top[0]['id']), 100)} ({top[0]['id']})")
-        body.append(f"<tr class=\"student\"><td>{esc(s)}</td>{''.join(cells)}<td class=\"num\">{cr.total(s):g} / "
-                    f"{m.max_points:g}</td><td class=\"num\">{percent(cr, s):g}%</td><td>{esc('; '.join(notes))}</td></tr>")
+                notes.append(
+                    f"{k}: {clip(top[0].get('title', top[0]['id']), 100)} ({top[0]['id']})"
+                )
+        body.append(
+            f'<tr class="student"><td>{esc(s)}</td>{"".join(cells)}<td class="num">{cr.total(s):g} / '
+            f'{m.max_points:g}</td><td class="num">{percent(cr, s):g}%</td><td>{esc("; ".join(notes))}</td></tr>'
+        )
     body.append("</tbody></table>")
     review = needs_review(cr)
     if review:
-        body.append(f"<h2>{t['needs_review']}</h2><p class=\"meta\">{t['needs_review_intro']}</p>"
-                    f"<table class=\"needs-review\"><thead><tr><th>{t['student']}</th><th>{t['kata']}</th>"
-                    f"<th>{t['needs_review']}</th></tr></thead><tbody>")
+        body.append(
+            f'<h2>{t["needs_review"]}</h2><p class="meta">{t["needs_review_intro"]}</p>'
+            f'<table class="needs-review"><thead><tr><th>{t["student"]}</th><th>{t["kata"]}</th>'
+            f"<th>{t['needs_review']}</th></tr></thead><tbody>"
+        )
         for r in review:
             uses = "<br>".join(f"<code>{esc(u)}</code>" for u in r["uses"])
-            body.append(f"<tr class=\"review\" data-kata=\"{esc(r['kata'])}\"><td>{esc(r['student'])}</td>"
-                        f"<td><code>{esc(r['kata'])}</code></td><td>{uses}</td></tr>")
+            body.append(
+                f'<tr class="review" data-kata="{esc(r["kata"])}"><td>{esc(r["student"])}</td>'
+                f"<td><code>{esc(r['kata'])}</code></td><td>{uses}</td></tr>"
+            )
         body.append("</tbody></table>")
     from attnkata.checker.sets.similarity import render_section
 
     body.append(render_section(cr))
     lim = cr.stats.get("limits", {})
     weights = ", ".join(f"{k} {v:g}" for k, v in m.grading.tier_weights.items())
-    body.append(f"<h2>{t['config']}</h2><p class=\"meta\">{t['weights']}: {esc(weights)} · {t['limits']}: "
-                f"{lim.get('timeout', '-')} s {t['per_submission']}, {lim.get('call_timeout', '-')} s {t['per_call']}, "
-                f"{lim.get('memory_mb', '-')} MiB · {t['deadline']}: {esc(cr.stats.get('deadline') or t['none'])} · "
-                f"{t['penalty']}: {cr.stats.get('late_penalty', 0):.0%}</p>")
+    body.append(
+        f'<h2>{t["config"]}</h2><p class="meta">{t["weights"]}: {esc(weights)} · {t["limits"]}: '
+        f"{lim.get('timeout', '-')} s {t['per_submission']}, {lim.get('call_timeout', '-')} s {t['per_call']}, "
+        f"{lim.get('memory_mb', '-')} MiB · {t['deadline']}: {esc(cr.stats.get('deadline') or t['none'])} · "
+        f"{t['penalty']}: {cr.stats.get('late_penalty', 0):.0%}</p>"
+    )
     doc_lang = "zh" if cr.lang == "zh" else "en"
-    return (f"<!DOCTYPE html>\n<html lang=\"{doc_lang}\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{esc(m.title)} · "
-            f"{t['report']}</title><style>{CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="{doc_lang}"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{esc(m.title)} · '
+        f"{t['report']}</title><style>{CSS}</style></head><body><main>\n"
+        + "\n".join(body)
+        + "\n</main></body></html>\n"
+    )
 
 
 def write_html(cr: ClassResults, path: Path) -> Path:
@@ -518,8 +752,14 @@ def write_html(cr: ClassResults, path: Path) -> Path:
     return path
 
 
-def write_all(cr: ClassResults, *, csv_path: Path | None = None, json_path: Path | None = None,
-              html_path: Path | None = None, feedback_dir: Path | None = None) -> dict[str, Path]:
+def write_all(
+    cr: ClassResults,
+    *,
+    csv_path: Path | None = None,
+    json_path: Path | None = None,
+    html_path: Path | None = None,
+    feedback_dir: Path | None = None,
+) -> dict[str, Path]:
     """Every output; a path left out goes to the results folder."""
     out = cr.out
     paths = {
