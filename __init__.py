@@ -4,7 +4,7 @@ Python API (for notebooks and scripts; everything is imported on first use, so `
 attnkata` stays cheap):
 
     attnkata.check("gqa", source=code)   # or path="gqa.py" -> Result (HTML in notebooks)
-    attnkata.katas()                     # the katas
+    attnkata.list_katas()                # the katas
     attnkata.show("gqa")                 # the statement (Markdown in notebooks)
 
 In IPython / Jupyter: `%load_ext attnkata`, then `%%kata gqa` on a cell (see cli/notebook.py).
@@ -21,18 +21,29 @@ if TYPE_CHECKING:
     from attnkata.checker.catalog import Kata
     from attnkata.checker.models import Result
 
-__version__ = "0.1.0"
+from attnkata.checker.version import __version__
+
+__all__ = ["__version__", "check", "list_katas", "load_ipython_extension", "show"]
 
 
 def check(kata: str, source: str | None = None, path: str | Path | None = None, *, lang: str | None = None,
           timeout: float | None = None) -> Result:
     """Grade `source` or the file at `path` as the solution of `kata` (as `kata check` does)."""
+    import sys
+
     from attnkata.checker import api
 
-    return api.check(kata, source, path, lang=lang, timeout=timeout, mode="notebook")
+    result = api.check(kata, source, path, lang=lang, timeout=timeout, mode="notebook")
+    if "IPython" in sys.modules:  # a notebook shows it as HTML
+        from attnkata.cli.notebook import register_html
+
+        register_html()
+    return result
 
 
-def katas() -> list[Kata]:
+def list_katas() -> list[Kata]:
+    """The bundled katas, in teaching order. (Not `attnkata.katas`: that name is the package
+    of kata folders.)"""
     from attnkata.checker import api
 
     return api.katas()

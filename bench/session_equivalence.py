@@ -1,4 +1,4 @@
-"""A kept pytest session (checker/session.py: `kata watch`, batch and mock workers) must grade
+"""A kept pytest session (checker/driver.py: `kata watch`, batch and mock workers) must grade
 exactly as a fresh `pytest.main` does. Every mistake and real-style fixture is graded both ways
 in one process, one after the other, and the results compared: status, every test's id,
 status and message, every diagnosis' id, severity, title and lines.

@@ -105,9 +105,9 @@ def conventions(lang: str) -> str:
 
 
 def katas_root() -> Path:
-    import attnkata.katas
-
-    return Path(attnkata.katas.__file__).parent
+    """The kata folders: `katas/` beside `checker/`, in a checkout and in an installed wheel
+    alike (found by path, not by importing the package: the catalog sits below everything)."""
+    return Path(__file__).resolve().parent.parent / "katas"
 
 
 class _Fields:

@@ -109,11 +109,6 @@ class Result:
         """The text that was graded (attached by the runner), whatever the file holds now."""
         return getattr(self, "_source", None)
 
-    def _repr_html_(self) -> str:
-        from attnkata.checker.html import result_html
-
-        return result_html(self, getattr(self, "_source", None))
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
         version = data.get("version")

@@ -111,7 +111,7 @@ class Collector:
         self.report = report
 
     def reset(self, candidate: Candidate, lang: str) -> None:
-        """Collect the results of another run (checker/session.py runs a session again)."""
+        """Collect the results of another run (checker/driver.py runs a session again)."""
         self.candidate, self.lang = candidate, lang
         self.results, self.failures = [], []
 

@@ -3,16 +3,12 @@ a candidate proxy, then diagnosis. Returns a `Result`; never raises for candidat
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from attnkata.checker.catalog import Kata
 from attnkata.checker.errors import CheckCancelled, KataDefinitionError
@@ -74,21 +70,6 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-@contextlib.contextmanager
-def no_plugin_autoload():
-    """Grade with our plugin only: whatever else is installed (hypothesis, xdist...) must
-    neither slow grading down nor change it. Our plugin is passed to pytest.main directly."""
-    old = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = old
-
-
 def _stopped(result: Result, static: list[Diagnostic], t0: float) -> bool:
     """Add the static diagnostics; True (and the result's status set) when the file must not
     be graded further."""
@@ -99,57 +80,6 @@ def _stopped(result: Result, static: list[Diagnostic], t0: float) -> bool:
     result.status = stop
     result.timings = {"total": round(time.perf_counter() - t0, 3)}
     return True
-
-
-_UNUSED_PLUGINS = ("logging", "warnings", "junitxml", "pastebin", "doctest", "stepwise", "faulthandler",
-                   "setuponly", "setupplan", "subtests", "unittest", "recwarn")
-
-
-def pytest_args(kata: Kata, path: Path, *, terminal: bool = True) -> list[str]:
-    """pytest's command line for grading `path`; `terminal=False`: for a session without
-    pytest's terminal plugin, whose options the others are (checker/session.py)."""
-    return [
-        str(kata.grader_path),
-        "--solution", str(path),
-        "-p", "no:cacheprovider",
-        # Both run gc.collect() several times at session end: ~0.4 s with torch's heap.
-        # Candidate code cannot leak unraisable exceptions here: it runs in its own process.
-        "-p", "no:unraisableexception",
-        "-p", "no:threadexception",
-        # Graders use none of these (no logs, warnings checks, doctests, unittest classes or
-        # fixtures like recwarn), and the output is not shown: each costs per-test hooks, ~8 ms
-        # of a gqa check (a `kata watch` re-check is ~250 ms).
-        *[arg for name in _UNUSED_PLUGINS for arg in ("-p", f"no:{name}")],
-        "--capture=no",  # stdout/stderr are already redirected; the candidate prints in its sandbox
-        "--assert=plain",  # graders raise their own messages; rewriting costs ~0.5 s
-        "--import-mode=importlib",
-        "--rootdir", str(kata.folder),
-        "-c", os.devnull,  # no ini file: a project's pytest settings must not leak in
-        *(("-q", "--no-header", "-rN", "--tb=no") if terminal else ("-p", "no:terminal")),
-    ]
-
-
-def _run_tests(kata: Kata, path: Path, candidate: Any, lang: str, *, maxfail: int | None,
-               cancel: threading.Event | None, progress: Callable[[str], None] | None,
-               keep_session: bool) -> tuple[Any, Any]:
-    """(pytest's exit code, the Collector with the results) of the kata's grader run on
-    `candidate`, through a kept session when asked and possible (checker/session.py)."""
-    import pytest
-
-    from attnkata.checker import plugin, session
-
-    if keep_session and not maxfail:
-        try:
-            kept = session.run_kept(str(kata.grader_path), pytest_args(kata, path, terminal=False), candidate, lang, progress, cancel)
-        except Exception as exc:  # noqa: BLE001 - a hook that raised: pytest.main calls that an internal error
-            raise KataDefinitionError(f"the grader of {kata.id} is broken: {type(exc).__name__}: {exc}") from exc
-        if kept is not None:
-            return kept
-    collector = plugin.Collector(candidate, lang=lang)
-    with no_plugin_autoload():
-        args = pytest_args(kata, path) + ([f"--maxfail={maxfail}"] if maxfail else [])
-        code = pytest.main(args, plugins=[plugin, collector, session.Watcher(progress, cancel)])
-    return code, collector
 
 
 def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "en",
@@ -166,12 +96,12 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     `cancel`: when set (from another thread), the check stops and raises CheckCancelled.
     `progress`: called with each test's name as it starts, then "diagnosis".
     `keep_session`: this process grades again and again: the kata's pytest session is kept
-    and run again (checker/session.py) instead of being built for every check.
+    and run again (checker/driver.py) instead of being built for every check.
     A Ctrl-C ends the candidate's processes and propagates as KeyboardInterrupt."""
     import pytest
     import torch
 
-    from attnkata.checker import probes
+    from attnkata.checker import driver, probes
     from attnkata.checker.proxy import Candidate
 
     # Graders work on small tensors: one thread avoids OpenMP's spin-up and oversubscription
@@ -228,16 +158,15 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
             result.diagnostics.append(d)
             result.timings = {"total": round(time.perf_counter() - t0, 3)}
             return result
-        out = io.StringIO()
         salt = probes.new_salt()  # the graders' inputs for this check, and its replays
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), probes.salted(salt):
-            code, collector = _run_tests(kata, path, candidate, lang, maxfail=maxfail, cancel=cancel,
-                                         progress=progress, keep_session=keep_session)
+        with probes.salted(salt):
+            code, collector, output = driver.run(kata, path, candidate, lang, maxfail=maxfail, cancel=cancel,
+                                                 progress=progress, keep_session=keep_session)
         if code == pytest.ExitCode.INTERRUPTED:  # pytest swallowed it; the caller must not
             raise CheckCancelled() if cancel is not None and cancel.is_set() else KeyboardInterrupt()
         t_tests = time.perf_counter()
         if collector.collect_errors or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
-            detail = (collector.collect_errors or [out.getvalue()[-1500:]])[0]
+            detail = (collector.collect_errors or [output[-1500:]])[0]
             raise KataDefinitionError(f"the grader of {kata.id} is broken: {detail}")
         result.tests = collector.results
         result.status = overall_status(result.tests, kata.required_tiers)

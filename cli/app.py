@@ -14,8 +14,8 @@ import typer.core
 import typer.main
 from typer.core import TyperGroup
 
-from attnkata import __version__
 from attnkata.checker.errors import KataError
+from attnkata.checker.version import __version__
 from attnkata.cli.console import err
 
 EXIT_BROKEN = 3

@@ -47,7 +47,7 @@ def print_statement(console: Console, kata_id: str, lang: str, text: str) -> Non
     """Print a statement, from the cache when this exact page was rendered before."""
     import zlib
 
-    from attnkata import __version__
+    from attnkata.checker.version import __version__
     from attnkata.checker.store import data_dir
 
     key = f"{__version__}|{lang}|{console.width}|{console.color_system}|{console.is_terminal}|{len(text)}"

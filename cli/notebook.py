@@ -4,8 +4,9 @@
                                             in the kernel too (unless it could not even load)
     %kata show|hint|start|list [KATA]        the CLI's commands, inside the notebook
 
-A thin layer like the CLI: grading is `checker.api.check`; results render through
-`Result._repr_html_` in notebooks and through the terminal renderer in terminal IPython."""
+A thin layer like the CLI: grading is `checker.api.check`; results render as HTML in notebooks
+(`checker/html.py`, registered with IPython's display formatter: the result model knows no
+renderer) and through the terminal renderer in terminal IPython."""
 
 from __future__ import annotations
 
@@ -107,5 +108,20 @@ class KataMagics(Magics):
         return None
 
 
+def register_html(shell: Any | None = None) -> None:
+    """Show a `Result` as HTML in `shell` (the running IPython when None, if any)."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    if shell is None:
+        return
+    from attnkata.checker.html import result_html
+    from attnkata.checker.models import Result
+
+    shell.display_formatter.formatters["text/html"].for_type(Result, lambda r: result_html(r, r.graded_source))
+
+
 def load(ipython: Any) -> None:
     ipython.register_magics(KataMagics)
+    register_html(ipython)

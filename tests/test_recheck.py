@@ -225,7 +225,7 @@ def _graded(result) -> tuple:
 
 @pytest.mark.parametrize("file", ["reference/gqa.py", "tests/fixtures/mistakes/gqa/kv-repeat-instead-of-interleave.py"])
 def test_a_kept_session_grades_as_a_fresh_one(file: str, monkeypatch: pytest.MonkeyPatch):
-    from attnkata.checker import catalog, runner, session
+    from attnkata.checker import catalog, driver, runner
 
     monkeypatch.setenv("ATTNKATA_INPUT_SALT", "0")  # the same inputs in the three checks
 
@@ -233,24 +233,24 @@ def test_a_kept_session_grades_as_a_fresh_one(file: str, monkeypatch: pytest.Mon
     path = Path(__file__).resolve().parent.parent / file
     fresh = runner.check(kata, path)
     kept = runner.check(kata, path, keep_session=True)
-    made = session._kept[str(kata.grader_path)]
+    made = driver._kept[str(kata.grader_path)]
     again = runner.check(kata, path, keep_session=True)
-    assert session._kept[str(kata.grader_path)] is made  # configured and collected once
+    assert driver._kept[str(kata.grader_path)] is made  # configured and collected once
     assert _graded(fresh) == _graded(kept) == _graded(again)
 
 
 def test_a_cancelled_run_of_a_kept_session_is_not_reused():
     import threading
 
-    from attnkata.checker import catalog, runner, session
+    from attnkata.checker import catalog, driver, runner
     from attnkata.checker.errors import CheckCancelled
 
     kata = catalog.get_kata("sdpa")
     path = Path(__file__).resolve().parent.parent / "reference" / "sdpa.py"
     runner.check(kata, path, keep_session=True)
-    assert str(kata.grader_path) in session._kept
+    assert str(kata.grader_path) in driver._kept
     cancel = threading.Event()  # a save during the run's first test
     with pytest.raises(CheckCancelled):
         runner.check(kata, path, keep_session=True, cancel=cancel, progress=lambda test: cancel.set())
-    assert str(kata.grader_path) not in session._kept
+    assert str(kata.grader_path) not in driver._kept
     assert runner.check(kata, path, keep_session=True).passed

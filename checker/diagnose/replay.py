@@ -8,9 +8,7 @@ found, each gets its own count ("explains 14 of 16 failing tests").
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import time
 import warnings
 from pathlib import Path
@@ -131,16 +129,12 @@ def failing_tests(kata: Kata, path: Path, variant: dict[str, Any], reference: An
     not be run that way."""
     import pytest
 
-    from attnkata.checker import plugin
-    from attnkata.checker.runner import no_plugin_autoload, pytest_args
+    from attnkata.checker import driver
 
     if not tests:
         return set()
-    collector = plugin.Collector(LocalCandidate(variant, reference))  # type: ignore[arg-type]
     nodes = [f"{kata.grader_path}::test_{t}" for t in tests]
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), no_plugin_autoload():
-        code = pytest.main([*pytest_args(kata, path)[1:], *nodes], plugins=[plugin, collector])
+    code, collector, _ = driver.run(kata, path, LocalCandidate(variant, reference), nodes=nodes)
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or collector.collect_errors:
         return None
     return {r.id for r in collector.results if r.status not in (PASS, SKIP)}

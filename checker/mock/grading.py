@@ -30,7 +30,7 @@ def check_result(kata_id: str, path: Path, lang: str, limits: Any = None) -> Any
     the static policy: a file that imports `os` or reaches `torch._C` fails without running."""
     from attnkata.checker.runner import check
 
-    # keep_session: the live screen's worker re-checks on every save (checker/session.py).
+    # keep_session: the live screen's worker re-checks on every save (checker/driver.py).
     return check(catalog.get_kata(kata_id), path, limits=limits, lang=lang, policy="enforce", keep_session=True)
 
 

@@ -2,7 +2,7 @@
 
 The grading process keeps everything that decides the outcome: the task list, the resume
 journal, the scores and the outputs (`grade_set` hands its `on_reply` to `run_dask` exactly as
-it does to the local pool). A worker only runs `grade_one`, the local workers' own function,
+it does to the local pool). A worker only runs `grade_one` (sets/worker.py), the local workers' own function,
 on a copy of the file it is sent:
 
 - Dask workers are daemonic and cannot start `multiprocessing` children; the sandbox does not
@@ -55,9 +55,9 @@ def grade_remote(kata_id: str, name: str, source: bytes, kata_hash: str, limits:
     """Runs on a Dask worker: grade `source` (saved as `name`) like a local grading worker."""
     from attnkata.checker.proxy import Limits
     from attnkata.checker.runner import check
-    from attnkata.checker.sets.grade import grade_one
     from attnkata.checker.sets.manifest import kata_hash as hash_of
     from attnkata.checker.sets.manifest import load_set_kata
+    from attnkata.checker.sets.worker import grade_one
 
     with _GRADING:
         try:
@@ -81,10 +81,10 @@ def warm_worker(kata_ids: list[str]) -> str:
     """Runs once on every worker before grading: import what grading needs and start the
     sandbox's zygote, so no student's time limit pays for a cold worker."""
     from attnkata.checker.sandbox import host
-    from attnkata.checker.sets.grade import _preload
+    from attnkata.checker.sets.worker import preload
 
     with _GRADING:
-        _preload(kata_ids)
+        preload(kata_ids)
         import torch
 
         torch.set_num_threads(1)

@@ -22,9 +22,9 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-from attnkata import __version__
 from attnkata.checker.errors import UsageError
 from attnkata.checker.sets.manifest import Manifest, verify_bundle
+from attnkata.checker.version import __version__
 
 TARGETS = ("gradescope", "prairielearn", "github-classroom")
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"

@@ -20,7 +20,6 @@ import shutil
 import signal
 import tempfile
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,20 +28,20 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from attnkata import __version__
-from attnkata.checker.errors import KataDefinitionError, KataError, UsageError
+from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import clip
 from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result
 from attnkata.checker.sets.manifest import (
     Manifest,
     check_penalty,
     file_sha256,
-    load_set_kata,
     parse_deadline,
     score,
     verify_bundle,
 )
+from attnkata.checker.sets.worker import grade_one, preload
 from attnkata.checker.static import MAX_SOURCE_BYTES
+from attnkata.checker.version import __version__
 
 MISSING = "missing"
 MAX_FILE_BYTES = MAX_SOURCE_BYTES  # the same cap as `kata check`
@@ -207,48 +206,6 @@ class Journal:
 
 
 # -- workers ---------------------------------------------------------------------------------
-def _preload(kata_ids: list[str]) -> None:
-    """Import (never run) everything grading needs, before forking: workers start warm.
-    No torch op may run in this process: a child forked after one hangs on OpenMP."""
-    import importlib
-
-    import pytest  # noqa: F401
-
-    import attnkata.checker.child  # noqa: F401
-    import attnkata.checker.diagnose  # noqa: F401
-    import attnkata.checker.plugin  # noqa: F401
-    import attnkata.checker.probes  # noqa: F401
-    import attnkata.checker.runner  # noqa: F401
-
-    for name in ("attnkata.checker.weights", "attnkata.checker.compare"):
-        importlib.import_module(name)
-    for kata_id in kata_ids:
-        try:
-            importlib.import_module(f"attnkata.reference.{load_set_kata(kata_id).module_name}")
-        except ImportError:
-            pass
-
-
-def grade_one(check: Callable[..., Any], kata_id: str, path: Path, lim: Any, lang: str,
-              policy: tuple[str, tuple[str, ...]]) -> dict[str, Any]:
-    """Grade one file in this (worker) process: a reply for `on_reply`, never an exception."""
-    t0 = time.perf_counter()
-    try:
-        # A worker grades file after file: each kata's pytest session is built once (session.py).
-        result = check(load_set_kata(kata_id), path, limits=lim, lang=lang, policy=policy[0],
-                       allow_imports=policy[1], keep_session=True)
-        reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
-    except KataDefinitionError as exc:
-        reply = {"ok": False, "kind": "grader-broken", "message": exc.message}
-    except KataError as exc:
-        reply = {"ok": False, "kind": "unreadable-file", "message": exc.message}
-    except Exception as exc:  # noqa: BLE001 - a bug in attnkata must not stop the batch
-        reply = {"ok": False, "kind": "grader-internal-error",
-                 "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"}
-    reply["seconds"] = round(time.perf_counter() - t0, 3)
-    return reply
-
-
 def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, log_path: str,
                  scratch: str, policy: tuple[str, tuple[str, ...]] = ("enforce", ())) -> None:
     """A grading worker: grade what the parent sends until it sends None."""
@@ -337,7 +294,7 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
     `policy`: the static policy's mode and extra allowed imports (from the set's manifest)."""
     if not tasks:
         return
-    _preload(kata_ids or sorted({t.kata for t in tasks}))
+    preload(kata_ids or sorted({t.kata for t in tasks}))
     ctx = multiprocessing.get_context("fork")
     queue = deque(tasks)
     jobs = max(1, min(jobs, len(tasks)))

@@ -16,9 +16,7 @@ Imports torch: only `kata set create` calls this, lazily.
 from __future__ import annotations
 
 import base64
-import contextlib
 import importlib
-import io
 import json
 import math
 import zlib
@@ -30,12 +28,11 @@ import numpy as np
 import pytest
 import torch
 
-from attnkata.checker import plugin, wire
+from attnkata.checker import driver, plugin, wire
 from attnkata.checker.catalog import Kata
 from attnkata.checker.child import Server
 from attnkata.checker.errors import KataDefinitionError
 from attnkata.checker.proxy import Candidate, Limits
-from attnkata.checker.runner import no_plugin_autoload, pytest_args
 from attnkata.checker.sets.manifest import reference_file
 
 MAX_CASE_BYTES = 1_500_000  # a sample whose data would be larger is skipped
@@ -153,13 +150,9 @@ class _Tracker:
 def record(kata: Kata) -> list[RecordedTest]:
     """Run the hidden grader against the reference and return what each test asked for."""
     candidate = _ReferenceCandidate(kata)
-    collector = plugin.Collector(candidate)
-    out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), no_plugin_autoload(), \
-                torch.random.fork_rng(devices=[]):
-            pytest.main(pytest_args(kata, reference_file(kata)),
-                        plugins=[plugin, collector, _Tracker(candidate)])
+        with torch.random.fork_rng(devices=[]):
+            _, collector, _ = driver.run(kata, reference_file(kata), candidate, plugins=[_Tracker(candidate)])
     finally:
         candidate.close()
     if collector.collect_errors:

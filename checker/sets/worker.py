@@ -1,0 +1,55 @@
+"""What one grading worker does with one file, shared by the local pool (`grade.py`) and the
+Dask workers (`cluster.py`): both import it from here, so neither imports the other."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from attnkata.checker.errors import KataDefinitionError, KataError
+from attnkata.checker.sets.manifest import load_set_kata
+
+
+def preload(kata_ids: list[str]) -> None:
+    """Import (never run) everything grading needs, before forking: workers start warm.
+    No torch op may run in this process: a child forked after one hangs on OpenMP."""
+    import importlib
+
+    import pytest  # noqa: F401
+
+    import attnkata.checker.child  # noqa: F401
+    import attnkata.checker.diagnose  # noqa: F401
+    import attnkata.checker.plugin  # noqa: F401
+    import attnkata.checker.probes  # noqa: F401
+    import attnkata.checker.runner  # noqa: F401
+
+    for name in ("attnkata.checker.weights", "attnkata.checker.compare"):
+        importlib.import_module(name)
+    for kata_id in kata_ids:
+        try:
+            importlib.import_module(f"attnkata.reference.{load_set_kata(kata_id).module_name}")
+        except ImportError:
+            pass
+
+
+def grade_one(check: Callable[..., Any], kata_id: str, path: Path, lim: Any, lang: str,
+              policy: tuple[str, tuple[str, ...]]) -> dict[str, Any]:
+    """Grade one file in this (worker) process: a reply for `on_reply`, never an exception."""
+    t0 = time.perf_counter()
+    try:
+        # A worker grades file after file: each kata's pytest session is built once (driver.py).
+        result = check(load_set_kata(kata_id), path, limits=lim, lang=lang, policy=policy[0],
+                       allow_imports=policy[1], keep_session=True)
+        reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
+    except KataDefinitionError as exc:
+        reply = {"ok": False, "kind": "grader-broken", "message": exc.message}
+    except KataError as exc:
+        reply = {"ok": False, "kind": "unreadable-file", "message": exc.message}
+    except Exception as exc:  # noqa: BLE001 - a bug in attnkata must not stop the batch
+        reply = {"ok": False, "kind": "grader-internal-error",
+                 "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"}
+    reply["seconds"] = round(time.perf_counter() - t0, 3)
+    return reply
