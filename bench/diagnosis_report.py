@@ -44,13 +44,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from attnkata.checker.diagnose import firsts
 from attnkata.checker.diagnose.catalogue import COST_IDS  # right values, wrong cost
 
 REPO = Path(__file__).resolve().parent.parent
 MISTAKES = REPO / "tests" / "fixtures" / "mistakes"
 ALT = REPO / "tests" / "fixtures" / "alt"
 REAL = REPO / "tests" / "fixtures" / "real"
-FIRSTS = REPO / "tests" / "fixtures" / "firsts"
 
 # Runner ids and "cannot take this input" ids: never a verdict about the mistake itself.
 RUNNER_IDS = {"exception", "timeout", "interpreter-ended", "memory-limit", "signature-mismatch"}
@@ -213,32 +213,6 @@ def report_real(kata, verbose: bool) -> dict:  # noqa: ANN001
 
 # ---------------------------------------------------------------------------- first attempts
 
-def load_firsts(kata_id: str, split: str = "all") -> list[dict[str, Any]]:
-    """The labels of the kata's first attempts in `split` ("train", "heldout" or "all")."""
-    labels = FIRSTS / kata_id / "labels.toml"
-    if not labels.is_file():
-        return []
-    with labels.open("rb") as fh:
-        files = tomllib.load(fh).get("file", [])
-    return [f for f in files if split == "all" or f.get("split") == split]
-
-
-def judge_first(label: dict[str, Any], passed: bool, diags: list) -> dict[str, Any]:  # noqa: ANN001
-    """One first attempt against its label: the figures bench and tests aggregate."""
-    ids = _essential(diags)
-    must = list(label.get("must", []))
-    row: dict[str, Any] = {"file": label["name"], "split": label.get("split"), "verdict": label["verdict"],
-                           "passed": passed, "got": ids, "must": must}
-    if label["verdict"] == "pass":
-        row.update(false_reject=not passed, false_essential=bool(ids))
-        return row
-    first = _first_verdict(ids)
-    row.update(false_accept=passed, catalogued=bool(must), first=first,
-               top1=bool(must) and first in must, covered=bool(must) and all(m in ids for m in must),
-               wrong=sorted({i for i in ids if i not in must and i not in NOT_A_VERDICT}))
-    return row
-
-
 def grade_first(kata, path: Path, label: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001
     from attnkata.checker.runner import check
 
@@ -247,35 +221,19 @@ def grade_first(kata, path: Path, label: dict[str, Any]) -> dict[str, Any]:  # n
     else:
         result = check(kata, path)
         diags = result.diagnostics
-    return judge_first(label, result.passed, diags)
+    return firsts.judge(label, result.passed, _essential(diags))
 
 
 def report_firsts(kata, split: str, verbose: bool) -> dict:  # noqa: ANN001
     rows = []
-    for label in load_firsts(kata.id, split):
-        path = FIRSTS / kata.id / label["name"]
-        if not path.is_file():
-            continue  # labelled before its file arrived
+    for label in firsts.load(kata.id, split):
+        path = firsts.FIRSTS / kata.id / label["name"]
         row = grade_first(kata, path, label)
         row["file"] = f"{kata.id}/{label['name']}"
         rows.append(row)
         if verbose:
             print(f"  {row['file']:55s} got={row['got']} must={row['must']}", file=sys.stderr)
-    return {"kata": kata.id, "rows": rows, **first_figures(rows)}
-
-
-def first_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    wrong = [r for r in rows if r["verdict"] == "fail"]
-    catalogued = [r for r in wrong if r["catalogued"]]
-    return {
-        "files": len(rows), "wrong_files": len(wrong), "catalogued": len(catalogued),
-        "top1": sum(r["top1"] for r in catalogued), "covered": sum(r["covered"] for r in catalogued),
-        "wrong_ids": [{"file": r["file"], "ids": r["wrong"]} for r in wrong if r["wrong"]],
-        "false_rejects": [r["file"] for r in rows if r["verdict"] == "pass" and r["false_reject"]],
-        "false_essential": [{"file": r["file"], "ids": r["got"]} for r in rows
-                            if r["verdict"] == "pass" and r["false_essential"]],
-        "false_accepts": [r["file"] for r in wrong if r["false_accept"]],
-    }
+    return {"kata": kata.id, "rows": rows, **firsts.figures(rows)}
 
 
 def print_firsts(reports: list[dict], split: str, seconds: float) -> dict:
@@ -289,7 +247,7 @@ def print_firsts(reports: list[dict], split: str, seconds: float) -> dict:
               f"{r['covered']:>3d}/{r['catalogued']:<3d} {len(r['wrong_ids']):>9d} {len(r['false_rejects']):>5d} "
               f"{len(r['false_essential']):>5d} {len(r['false_accepts']):>5d}")
     print("-" * len(head))
-    overall = first_figures([row for r in reports for row in r["rows"]])
+    overall = firsts.figures([row for r in reports for row in r["rows"]])
     n = overall["catalogued"]
     print(f"top-1 {_pct(overall['top1'], n)}; coverage {_pct(overall['covered'], n)}; "
           f"{len(overall['wrong_ids'])} wrong files with wrong essential ids; "
@@ -305,8 +263,6 @@ def print_firsts(reports: list[dict], split: str, seconds: float) -> dict:
                 print(f"  {row['file']}: got {row['got']}, must {row['must']}"
                       + (f" WRONG {row['wrong']}" if row["wrong"] else "")
                       + (" FALSE ACCEPT" if row["false_accept"] else ""))
-    overall["top1_share"] = round(overall["top1"] / n, 3) if n else None
-    overall["coverage"] = round(overall["covered"] / n, 3) if n else None
     overall["seconds"] = round(seconds, 1)
     return overall
 

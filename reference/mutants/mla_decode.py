@@ -37,7 +37,7 @@ class REFERENCE:
 
 @dataclass(frozen=True)
 class Knobs:
-    """positions: "offset" (P + i) or "restart" (i). absorb: "head" (kv_b_proj viewed as
+    """positions: "offset" (P + i), "restart" (i) or "restart-multi" (i when L > 1). absorb: "head" (kv_b_proj viewed as
     (H, nope + v, r)) or "global" (H*nope key rows, then H*v value rows). cache_norm: "normed",
     "raw" (c_kv cached and used without kv_a_norm) or "raw-read" (c_kv cached raw, the whole
     cache normalised when read). rerotate: None, "after-cat" (the concatenated rope keys
@@ -70,7 +70,9 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: torch.Tensor | N
     B_, L, _ = x.shape
     H_, nope, rope, dv, r = m.n_heads, m.nope_dim, m.rope_dim, m.v_dim, m.kv_lora_rank
     P = 0 if cache is None else cache.shape[1]
-    pos = torch.arange(L) if knobs.positions == "restart" else torch.arange(P, P + L)
+    # "restart-multi": only a call with L > 1 restarts (a prompt branch; the L == 1 branch is right)
+    restart = knobs.positions == "restart" or (knobs.positions == "restart-multi" and L > 1)
+    pos = torch.arange(L) if restart else torch.arange(P, P + L)
     q = m.q_proj(x) if hasattr(m, "q_proj") else m.q_b_proj(m.q_a_norm(m.q_a_proj(x)))
     q_nope, q_rope = q.view(B_, L, H_, nope + rope).transpose(1, 2).split([nope, rope], dim=-1)
     q_rope = rotate(q_rope, pos, m.rope_theta, knobs.layout)
@@ -117,7 +119,7 @@ def variant(**changes: Any) -> type[nn.Module]:
 MUTANTS: dict[str, list[type[nn.Module]]] = {
     "mla-absorb-wrong-slice": [variant(absorb="global")],
     "mla-cache-unnormalized": [variant(cache_norm="raw"), variant(cache_norm="raw-read")],
-    "cache-positions-restart": [variant(positions="restart")],
+    "cache-positions-restart": [variant(positions="restart"), variant(positions="restart-multi")],
     "cache-rerotated": [variant(rerotate="after-cat"), variant(rerotate="store-raw")],
     "mla-scale-without-rope-dim": [variant(scale="nope")],
     "rope-wrong-layout": [variant(layout="interleaved")],
