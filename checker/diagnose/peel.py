@@ -33,8 +33,9 @@ from attnkata.checker.diagnose.subjects import Observed
 MAX_MISTAKES = 3
 # Second and third mistakes: only the best few, ranked by the single mutants' scores.
 SHORTLIST = 8
-# A kept mistake must reproduce at least this share of the deviation still unexplained.
-MIN_GAIN_SHARE = 0.02
+# A kept mistake must reproduce, net, at least this share of one probe's elements (what is
+# left may be mostly probes no mistake can explain, e.g. an output of another shape).
+MIN_GAIN = 0.02
 # Combined variants' outputs, kept per (kata, variants, probe): probes are deterministic.
 _COMBINED: dict[tuple[str, tuple[tuple[str, int], ...], int], Observed] = {}
 _COMBINED_MAX = 4000
@@ -163,7 +164,6 @@ def _peel(
     uncovered = dev0
     steps: list[Step] = []
     while len(chosen) < MAX_MISTAKES and any(u.any() for u in uncovered):
-        left = sum(_share(u) for u in uncovered)
         if chosen:
             # Mistakes that change something where the candidate is still unexplained.
             pool = [
@@ -204,7 +204,7 @@ def _peel(
             break
         scored.sort(key=lambda s: -s[0])
         gain, key, got = scored[0]
-        if gain <= 0 or gain < MIN_GAIN_SHARE * left:
+        if gain < MIN_GAIN:
             break
         new_dev = [differs(c, g, n) for c, g, n in zip(cand, got, sizes, strict=True)]
         fixed = [
@@ -234,8 +234,11 @@ def _peel(
             without = [combos.obs(rest, i, rest_variant) for i in range(n_probes)]
         else:
             without = list(ref)
-        touched = [differs(b, w, n) for b, w, n in zip(base, without, sizes, strict=True)]
-        off = [differs(c, b, n) for c, b, n in zip(cand, base, sizes, strict=True)]
+        # A probe whose output the candidate gives in another shape (or as an error) says
+        # nothing element by element: it is left out of the judgement.
+        judged = [i for i in range(n_probes) if not differs(cand[i], base[i], sizes[i])[sizes[i]]]
+        touched = [differs(base[i], without[i], sizes[i]) for i in judged]
+        off = [differs(cand[i], base[i], sizes[i]) for i in judged]
         step.certain = (
             any(t.any() for t in touched)
             and not step.alike

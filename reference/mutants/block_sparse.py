@@ -8,6 +8,7 @@ attention that calls the candidate's own mask)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -61,24 +62,33 @@ def layout_mask(L: int, block: int, window: int, n_global: int, random_blocks: t
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int, window: int, n_global: int,
-              random_blocks: torch.Tensor | None = None, scale: float | None = None, **knobs: Any) -> torch.Tensor:
-    """Dense attention under `layout_mask(..., **knobs)`; a query with no key gets zeros."""
+              random_blocks: torch.Tensor | None = None, scale: float | None = None, *, nan_empty: bool = False,
+              **knobs: Any) -> torch.Tensor:
+    """Dense attention under `layout_mask(..., **knobs)`; a query with no key gets zeros, or
+    NaN with `nan_empty` (F.softmax over a row of -inf: the contract never empties a row, a
+    mistake that does may show it so)."""
     L, d = q.shape[-2], q.shape[-1]
     s = 1.0 / math.sqrt(d) if scale is None else scale
     allowed = layout_mask(L, block, window, n_global, random_blocks, q.device, **knobs)
     scores = ((q @ k.transpose(-2, -1)) * s).masked_fill(~allowed, float("-inf"))
+    if nan_empty:
+        return torch.softmax(scores, dim=-1) @ v
     m = scores.amax(dim=-1, keepdim=True)
     e = torch.exp(scores - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
     z = e.sum(dim=-1, keepdim=True)
     return (e / torch.where(z > 0, z, torch.ones_like(z))) @ v
 
 
-def _placed(*spellings: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each spelling in the mask only, in the attention only, and in both."""
+def _placed(*spellings: dict[str, Any], empties: bool = False) -> list[dict[str, Any]]:
+    """Each spelling in the mask only, in the attention only, and in both; with `empties`
+    (a mistake that can leave a query without keys) also the attention's NaN form."""
     out: list[dict[str, Any]] = []
     for knobs in spellings:
         mask, attn = partial(layout_mask, **knobs), partial(attention, **knobs)
         out += [{MASK: mask}, {ATTN: attn}, {MASK: mask, ATTN: attn}]
+        if empties:
+            nan = partial(attention, nan_empty=True, **knobs)
+            out += [{ATTN: nan}, {MASK: mask, ATTN: nan}]
     return out
 
 
@@ -86,9 +96,10 @@ MUTANTS = {
     "global-one-direction": _placed({"globals_": "rows"}, {"globals_": "cols"}),
     "window-in-tokens": _placed({"window_in": "tokens"}, {"window_in": "scaled"}),
     "random-blocks-transposed": _placed({"random_transposed": True}),
-    "last-block-dropped": _placed({"floor_blocks": True}),
-    "block-window-off-by-one": _placed({"lo_shift": 1, "hi_shift": 1}, {"lo_shift": -1, "hi_shift": -1},
-                                       {"lo_shift": 1}, {"hi_shift": 1}),
+    "last-block-dropped": _placed({"floor_blocks": True}, empties=True),
+    "block-window-off-by-one": [*_placed({"lo_shift": 1, "hi_shift": 1}, {"lo_shift": 1}, {"hi_shift": 1}),
+                                *_placed({"lo_shift": -1, "hi_shift": -1}, {"lo_shift": -1}, {"hi_shift": -1},
+                                         empties=True)],
 }
 
 B, H, d, dv = 2, 3, 4, 5
@@ -140,6 +151,29 @@ def probes() -> list[Probe]:
               dtype=torch.float32, budget=("materializes-full-scores", big_L * big_L // 2),
               name_zh=f"内存：L = {big_L}，block = {big_block}，window = 1，n_global = 1，r = 2"),
     ]
+
+
+def alternatives(probe: Probe) -> list[Probe]:
+    """For code that cannot take a random block naming the short last block, or window = 0:
+    the same layout with such random blocks moved into the whole blocks, then window = 1."""
+    if probe.budget is not None:
+        return []
+    at = 0 if probe.entry == MASK else 3  # where (block, window, n_global, random_blocks) start, less L
+    args = list(probe.args)
+    L = args[0] if probe.entry == MASK else args[0].shape[-2]
+    block, rb = args[at + 1 if probe.entry == MASK else at], args[-1]
+    whole = L // block
+    forms = []
+    if rb is not None and whole and bool((rb >= whole).any()):
+        args[-1] = rb % whole
+        forms.append(replace(probe, args=tuple(args), name=f"{probe.name} (random blocks in whole blocks)",
+                             name_zh=f"{probe.name_zh}（随机块都在完整块内）", repeat=False))
+    w_at = at + 2 if probe.entry == MASK else at + 1
+    if args[w_at] == 0:
+        args[w_at] = 1
+        forms.append(replace(probe, args=tuple(args), name=f"{probe.name} (window = 1)",
+                             name_zh=f"{probe.name_zh}（window = 1）", repeat=False))
+    return forms
 
 
 GRID_CAPTION = {"en": f"rows = query tokens, columns = key tokens; blocks of {GRID_BLOCK} tokens, the last one short",
