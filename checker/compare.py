@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnkata.checker.wire import Opaque
+from attnkata.checker.sandbox.wire import Opaque
 
 FLOAT64_ATOL = 1e-5
 FLOAT64_RTOL = 1e-5

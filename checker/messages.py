@@ -68,13 +68,13 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "doing_module": ("running your module", "运行你的模块时"),
     "where": (" (line {line})", "（第 {line} 行）"),
     # How it failed.
-    "fail_timeout": ("timed out after {limit:g} s while {doing}: that is the limit for one call (the reference's "
+    "fail_timeout": ("timed out after {limit:g} s while {doing}: the time limit for one call (the reference's "
                      "own time with a wide margin). Either the call never ends (an infinite loop, a wait), or it "
                      "is far slower than it needs to be (a Python loop over every element)",
                      "{doing}超时：超过了单次调用 {limit:g} 秒的时间限制（按参考实现的耗时并留有很大余量）。"
                      "要么调用永远不会结束（死循环、等待），要么比应有的慢得多（例如用 Python 循环逐个元素计算）"),
-    "fail_total_timeout": ("timed out after {limit:g} s while {doing}: that is the limit for all calls of this "
-                           "check together (an infinite loop, or code far slower than needed?)",
+    "fail_total_timeout": ("timed out after {limit:g} s while {doing}: the total time limit, for all calls of "
+                           "this check together (an infinite loop, or code far slower than needed?)",
                            "{doing}超时：超过了本次评测所有调用合计 {limit:g} 秒的总时间限制（死循环，或者代码慢得多？）"),
     "fail_not_run": ("not run: your code already used the total time limit of {limit:g} s",
                      "未运行：你的代码已经用完了 {limit:g} 秒的总时间限制"),

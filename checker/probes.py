@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnkata.checker.autograd import backward
 from attnkata.checker.compare import assert_close, assert_close_parts, assert_no_mutation
 from attnkata.checker.proxy import Candidate, CandidateMemory, Outcome
-
+from attnkata.checker.sandbox.autograd import backward
 
 _salt = 0  # the running check's; 0 outside a check and in the diagnosis' own probes
 

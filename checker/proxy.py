@@ -4,7 +4,7 @@ The grader calls `Candidate.call(...)` / `Candidate.new(...)`; the candidate's c
 process forked from the sandbox's zygote (checker/sandbox/), in namespaces of its own, with a
 per-call and a total time limit and memory, file-size and process limits. Every way the
 candidate can go wrong comes back as a `CandidateFailure` (or as data in the `Outcome`),
-never as a crash of the grading process. Replies are framed data (checker/wire.py) read with
+never as a crash of the grading process. Replies are framed data (checker/sandbox/wire.py) read with
 a deadline on the whole reply and a size cap; nothing in them is executed or unpickled, and
 what the child says about itself (its trace) is evidence, not proof: input mutation is
 decided here, from the inputs as the child returns them.
@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnkata.checker import replies, wire
+from attnkata.checker import replies
 from attnkata.checker.compare import unchanged
 from attnkata.checker.errors import CheckCancelled
 from attnkata.checker.messages import Phrase, phrase
+from attnkata.checker.sandbox import wire
 
 DEFAULT_CALL_TIMEOUT = 10.0
 DEFAULT_TOTAL_TIMEOUT = 60.0

@@ -3,7 +3,7 @@
 `wire.decode` guarantees only that a reply is data: dicts, lists, strings, numbers, tensors.
 Which fields it has, and their types and sizes, are the candidate's to choose (its code runs
 in the process that writes the reply). `clean(reply, op)` returns a reply whose every field
-the grader reads has the type the harness (checker/child.py) sends, with every string
+the grader reads has the type the harness (checker/sandbox/child.py) sends, with every string
 clipped; anything else raises `BadReply`, which the proxy reports as the candidate's failure
 ("sent back an unreadable reply"), never as an error of the grader. The values a call
 returns (`value`, `grads`, `inputs_after`) stay as decoded: the graders judge those.

@@ -42,7 +42,6 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.autograd import backward
 from attnkata.checker.compare import assert_close, assert_no_mutation
 from attnkata.checker.probes import cast, randn
 from attnkata.checker.proxy import (
@@ -55,6 +54,7 @@ from attnkata.checker.proxy import (
     Outcome,
     RemoteModule,
 )
+from attnkata.checker.sandbox.autograd import backward
 
 CANONICAL = "canonical names"
 BY_NAME = "by name"

@@ -47,8 +47,8 @@ def print_statement(console: Console, kata_id: str, lang: str, text: str) -> Non
     """Print a statement, from the cache when this exact page was rendered before."""
     import zlib
 
-    from attnkata.checker.version import __version__
     from attnkata.checker.store import data_dir
+    from attnkata.checker.version import __version__
 
     key = f"{__version__}|{lang}|{console.width}|{console.color_system}|{console.is_terminal}|{len(text)}"
     cached = data_dir() / "rendered" / f"{kata_id}-{zlib.crc32((key + text).encode()):08x}.txt"

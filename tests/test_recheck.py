@@ -166,7 +166,7 @@ def test_a_module_is_built_while_the_grader_works(tmp_path: Path):
 
 
 def test_the_op_trace_skips_only_views_when_it_measures_memory():
-    from attnkata.checker.child import _op_info
+    from attnkata.checker.sandbox.child import _op_info
 
     aten = torch.ops.aten
     for op in (aten.view.default, aten.expand.default, aten.transpose.int, aten.split.Tensor):
@@ -180,7 +180,7 @@ def test_the_op_trace_skips_only_views_when_it_measures_memory():
 
 def test_the_zygotes_warm_up_serves_its_requests():
     # In the zygote a failing warm-up is skipped silently (it only saves time): here it must not fail.
-    from attnkata.checker import child
+    from attnkata.checker.sandbox import child
 
     child.exercise()
 

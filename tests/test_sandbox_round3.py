@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnkata.checker import replies, static, wire
+from attnkata.checker import replies, static
 from attnkata.checker.catalog import get_kata
 from attnkata.checker.proxy import Limits
 from attnkata.checker.runner import check
-from attnkata.checker.sandbox import zygote
+from attnkata.checker.sandbox import wire, zygote
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ATTACKS = FIXTURES / "attacks"

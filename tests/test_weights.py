@@ -14,8 +14,8 @@ import pytest
 import torch
 from torch import nn
 
-from attnkata.checker.child import _structure
 from attnkata.checker.proxy import Candidate
+from attnkata.checker.sandbox.child import _structure
 from attnkata.checker.weights import (
     BY_NAME,
     BY_NAME_AND_ORDER,

@@ -34,7 +34,7 @@ import torch
 
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.checker.diagnose.subjects import Observed
-from attnkata.checker.wire import Opaque
+from attnkata.checker.sandbox.wire import Opaque
 
 _DIGITS = re.compile(r"\d+")
 FAMILY = -1  # the variant index of a match by a family's shared behaviour (no single spelling)

@@ -16,12 +16,12 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.autograd import backward
 from attnkata.checker.catalog import Kata
 from attnkata.checker.compare import clone_tree, unchanged
 from attnkata.checker.messages import phrase
 from attnkata.checker.models import PASS, SKIP, TestResult
 from attnkata.checker.proxy import CandidateRaised, Limits, Outcome, Ready, RemoteModule
+from attnkata.checker.sandbox.autograd import backward
 
 
 def _raised(exc: Exception) -> CandidateRaised:
@@ -60,7 +60,7 @@ class LocalModule(RemoteModule):
     """A mutant module instance in this process, with RemoteModule's API."""
 
     def __init__(self, candidate: LocalCandidate, module: torch.nn.Module) -> None:
-        from attnkata.checker.child import _structure
+        from attnkata.checker.sandbox.child import _structure
 
         super().__init__(candidate, 0, candidate.generation, _structure(module))  # type: ignore[arg-type]
         self.module = module.eval()

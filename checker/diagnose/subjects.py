@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.autograd import backward
 from attnkata.checker.compare import clone_tree, unchanged
 from attnkata.checker.diagnose.probes import Probe
 from attnkata.checker.proxy import Candidate, CandidateFailure, RemoteModule
+from attnkata.checker.sandbox.autograd import backward
 
 
 @dataclass
@@ -58,7 +58,7 @@ def call_local(fn: Any, probe: Probe) -> Observed:
                 for i in wrt:
                     args[i] = args[i].detach().clone().requires_grad_(True)
                 out = fn(*args, **kwargs)
-                # Exactly what the candidate's child does (checker/child.py), so errors read the same.
+                # Exactly what the candidate's child does (checker/sandbox/child.py), so errors read the same.
                 out_t = out[0] if isinstance(out, tuple | list) else out
                 backward(out_t, grad_output)
                 value: Any = tuple(args[i].grad for i in wrt)

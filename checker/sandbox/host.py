@@ -34,7 +34,7 @@ READY_TIMEOUT = 120.0  # a cold torch import on a loaded 2-core machine can take
 
 _PACKAGE = Path(__file__).resolve().parent.parent.parent  # the installed `attnkata` folder
 # What the zygote needs of attnkata: the harness, nothing else (no references, no graders).
-_HARNESS_FILES = ("checker/child.py", "checker/wire.py", "checker/autograd.py",
+_HARNESS_FILES = ("checker/sandbox/child.py", "checker/sandbox/wire.py", "checker/sandbox/autograd.py",
                   "checker/sandbox/zygote.py", "checker/sandbox/linux.py")
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
@@ -337,7 +337,7 @@ class Zygote:
         """A confined process running the harness on `source` (saved as `name` in its scratch)."""
         import numpy as np
 
-        from attnkata.checker import wire
+        from attnkata.checker.sandbox import wire
 
         self.settle()  # the last candidate is gone before the next one starts
         self.wait_ready()

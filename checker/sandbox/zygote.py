@@ -195,7 +195,7 @@ def _preload(config: dict[str, Any]) -> None:
     import numpy.random  # noqa: F401  (the harness seeds it)
     import torch  # noqa: F401
 
-    from attnkata.checker import child  # (imports wire, autograd)
+    from attnkata.checker.sandbox import child  # (imports wire, autograd)
 
     # Before any candidate exists, so every fork inherits it; a failure here is the sandbox's.
     child.disable_fused_attention()
@@ -407,7 +407,7 @@ def _candidate(sock: socket.socket, log: int, scratch: str, limits: dict[str, An
             raise  # (the fallback is best-effort: README, threat model)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
-    from attnkata.checker import child, wire
+    from attnkata.checker.sandbox import child, wire
 
     # Confined from here on: the file is written with the candidate's own rights, into its scratch.
     try:

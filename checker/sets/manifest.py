@@ -17,9 +17,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from attnkata.checker.version import __version__
 from attnkata.checker.catalog import TIERS, Kata, get_kata, katas_root, load_kata
 from attnkata.checker.errors import KataDefinitionError, KataError, UsageError
+from attnkata.checker.version import __version__
 
 FORMAT = 1
 MANIFEST_PATH = Path("instructor") / "manifest.json"

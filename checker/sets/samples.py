@@ -28,11 +28,12 @@ import numpy as np
 import pytest
 import torch
 
-from attnkata.checker import driver, plugin, wire
+from attnkata.checker import driver, plugin
 from attnkata.checker.catalog import Kata
-from attnkata.checker.child import Server
 from attnkata.checker.errors import KataDefinitionError
 from attnkata.checker.proxy import Candidate, Limits
+from attnkata.checker.sandbox import wire
+from attnkata.checker.sandbox.child import Server
 from attnkata.checker.sets.manifest import reference_file
 
 MAX_CASE_BYTES = 1_500_000  # a sample whose data would be larger is skipped

@@ -20,11 +20,11 @@ def preload(kata_ids: list[str]) -> None:
 
     import pytest  # noqa: F401
 
-    import attnkata.checker.child  # noqa: F401
     import attnkata.checker.diagnose  # noqa: F401
     import attnkata.checker.plugin  # noqa: F401
     import attnkata.checker.probes  # noqa: F401
     import attnkata.checker.runner  # noqa: F401
+    import attnkata.checker.sandbox.child  # noqa: F401
 
     for name in ("attnkata.checker.weights", "attnkata.checker.compare"):
         importlib.import_module(name)

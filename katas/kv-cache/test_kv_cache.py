@@ -16,9 +16,9 @@ import copy
 import pytest
 import torch
 
-from attnkata.checker.autograd import backward
 from attnkata.checker.compare import assert_close, assert_no_mutation, describe
 from attnkata.checker.probes import cast, randn
+from attnkata.checker.sandbox.autograd import backward
 from attnkata.checker.weights import build_module, load_reference_weights, seeded_
 from attnkata.reference import kv_cache as ref
 

@@ -19,9 +19,9 @@ from unittest import mock
 import pytest
 import torch
 
-from attnkata.checker.autograd import backward
 from attnkata.checker.compare import assert_close, assert_no_mutation, describe
 from attnkata.checker.probes import assert_largest_below, cast, randn
+from attnkata.checker.sandbox.autograd import backward
 from attnkata.checker.weights import build_module, load_reference_weights
 from attnkata.reference import mla as oracle
 from attnkata.reference import mla_decode as ref

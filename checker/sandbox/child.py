@@ -30,8 +30,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from attnkata.checker import wire
-from attnkata.checker.autograd import backward
+from attnkata.checker.sandbox import wire
+from attnkata.checker.sandbox.autograd import backward
 
 # Attention kernels a hand-written solution must not call, matched on what runs.
 BANNED_FUNCTIONS = {
