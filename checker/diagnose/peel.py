@@ -234,9 +234,10 @@ def _peel(
             without = [combos.obs(rest, i, rest_variant) for i in range(n_probes)]
         else:
             without = list(ref)
-        # A probe whose output the candidate gives in another shape (or as an error) says
-        # nothing element by element: it is left out of the judgement.
-        judged = [i for i in range(n_probes) if not differs(cand[i], base[i], sizes[i])[sizes[i]]]
+        # A probe whose output the candidate gives in another shape, or that it raises on
+        # (a shape error reads the same for many mistakes), says nothing element by element:
+        # it is left out of the judgement.
+        judged = [i for i in range(n_probes) if cand[i].ok and not differs(cand[i], base[i], sizes[i])[sizes[i]]]
         touched = [differs(base[i], without[i], sizes[i]) for i in judged]
         off = [differs(cand[i], base[i], sizes[i]) for i in judged]
         step.certain = (
