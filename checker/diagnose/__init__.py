@@ -9,11 +9,17 @@ child process is still alive. The verdict combines four kinds of evidence:
   its spellings, or has what all its spellings share (changes where they all change, to
   their common value where they agree on one), alone or jointly with other mistakes that
   together explain every difference; two mistakes that interact are found by running their
-  combined variant (`pairs.py`). A mistake reproduced where it shows but leaving part of the
-  deviation unexplained is only informative. Each probe is judged on its own: a probe the
-  code cannot take (it raises where no mutant does) becomes `input-not-supported` and is
-  left out of the matching. `replay.py` grades a found mistake's mutant on the failing tests
-  to say how many it explains;
+  combined variant (`pairs.py`). Two or three mistakes, or mistakes beside a quirk no mutant
+  has, are peeled off one at a time (`peel.py`: the mistake whose variant reproduces the
+  most of the deviation, then "reference + m1 + m2"...); each carries the probes it
+  explains and is essential only where it reproduces every element it changes. A mistake
+  reproduced where it shows but leaving part of the deviation unexplained is otherwise only
+  informative. Each probe is judged on its own: a probe the code cannot take (it raises
+  where no mutant does) becomes `input-not-supported`, and is tried again in the forms the
+  code may take (float32; the kata's `alternatives(probe)`, e.g. dv = d) before it is left
+  out of the matching. An output far larger than the reference's is "differs" without being
+  converted. `replay.py` grades a found mistake's mutant on the failing tests to say how
+  many it explains;
 - the runtime trace (`engine.Engine.from_trace`): output dtypes, in-place writes to inputs,
   banned ops, NumPy RuntimeWarnings, nondeterminism (a `repeat` probe called twice:
   `dropout-in-eval` in modules, `nondeterministic-output` in functions; its values are then
@@ -50,6 +56,9 @@ Write one file, `reference/mutants/<kata_module>.py` (e.g. `gqa.py` for kata `gq
 
     def finding_data(mid, probes, observed, subject):   # optional: extra Diagnostic.data
         ...                              # for one mistake (GQA: head_map_expected/_got)
+
+    def alternatives(probe) -> list[Probe]:   # optional: other forms of a probe for code
+        ...                              # that cannot take it (dv = d, whole tiles...)
 
 Function katas: mutants are functions with the entry point's signature. Module katas: the
 entry point is a class; each probe's `init` builds the reference (seeded by `probe.seed`)
