@@ -73,7 +73,7 @@ def test_explain_unknown_id_suggests_the_closest_and_exits_2():
     assert "unknown mistake" in res.stderr and "did you mean 'fully-masked-row-uniform'" in res.stderr
 
 
-@pytest.mark.parametrize("mid", sorted(demos.DEMOS))
+@pytest.mark.parametrize("mid", demos.ids())
 def test_every_demo_runs_cleanly(mid):
     assert mid in catalogue.catalogue()
     output = demos.run(mid)

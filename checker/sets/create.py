@@ -223,9 +223,9 @@ def _solution_lines(source: str) -> set[str]:
 
 def _public_lines(kata: Kata) -> set[str]:
     """Lines that are public by design: the statements, skeleton and sample-test template."""
-    from attnkata.checker.sets.samples import TEMPLATE
+    from attnkata.checker.sets.samples import public_template
 
-    texts = [kata.statement(lang) for lang in ("en", "zh")] + [TEMPLATE]
+    texts = [kata.statement(lang) for lang in ("en", "zh")] + [public_template()]
     if kata.skeleton_path.is_file():
         texts.append(kata.skeleton_path.read_text(encoding="utf-8"))
     return {ln.strip() for t in texts for ln in t.splitlines()}
