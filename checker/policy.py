@@ -73,6 +73,10 @@ _BANNED_PATHS: dict[str, str] = {
                      "numpy.lib.format", "numpy.lib.npyio", "numpy.DataSource"), IO),
 }
 
+# The names a banned path ends with (`load` of `numpy.load`): only these are judged through
+# the modules an expression mentions.
+_BANNED_LAST = frozenset(p.rsplit(".", 1)[1] for p in _BANNED_PATHS)
+
 # A dangerous module reached as an attribute of an allowed one (`torch.os`, `np.sys`). Not
 # every dangerous module's name: `torch.select`, `torch.trace` and `torch.signal` are torch's own.
 _COMPONENT_IDS: dict[str, str] = {
@@ -236,6 +240,7 @@ class _Scan:
             str, set[str]
         ] = {}  # class -> its methods that touch `self._private`
         self.class_names: dict[str, set[str]] = {}  # name -> the file's classes it may stand for
+        self.seen: dict[int, frozenset[str]] = {}  # id(expression) -> mentioned(expression)
         self.locals: dict[
             int, frozenset[str]
         ] = {}  # id(function or comprehension) -> its local names
@@ -291,7 +296,10 @@ class _Scan:
             if isinstance(node, _FUNCTIONS + _COMPREHENSIONS):
                 self.locals[id(node)] = _local_names(node)
             if isinstance(node, ast.ClassDef):
+                self.class_names.setdefault(node.name, set()).add(node.name)
                 self.collect_class(node)
+            elif self.own_self:
+                self.collect_own(node)
         # `t = torch`, `F = torch.nn.functional`: aliases of aliases, to a fixed point.
         for _ in range(3):
             for target, value in aliases:
@@ -301,53 +309,73 @@ class _Scan:
                         target.id, ".".join([self.modules[chain[0]], *chain[1:]])
                     )
         # `t = (torch,)[0]`, `m = [np][0]`: a name computed from a module may be that module.
+        # Each value read once: the modules it names, and the plain names it reads.
+        flows: list[tuple[list[str], frozenset[str], frozenset[str]]] = []
+        for target, value in aliases:
+            bound = _bound_names(target)
+            if not bound:
+                continue
+            static: set[str] = set()
+            names: set[str] = set()
+            for n in ast.walk(value):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    if n.id in self.modules:
+                        static.add(self.modules[n.id])
+                    else:
+                        names.add(n.id)
+                elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+                    path = self.resolve(n)
+                    if path is not None:
+                        static.add(".".join(path))
+            if static or names:
+                flows.append((bound, frozenset(static), frozenset(names)))
         for _ in range(3):
-            for target, value in aliases:
-                mentioned = self.mentioned(value)
-                for name in _bound_names(target) if mentioned else ():
-                    self.may_be.setdefault(name, set()).update(mentioned)
-        # `K = A`: a name for one of the file's classes.
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.ClassDef):
-                self.class_names.setdefault(node.name, set()).add(node.name)
-        for _ in range(3):
-            for target, value in aliases:
+            changed = False
+            for bound, static, names in flows:
+                mentioned = set(static).union(*(self.may_be[n] for n in names if n in self.may_be))
+                for name in bound if mentioned else ():
+                    before = len(self.may_be.setdefault(name, set()))
+                    self.may_be[name] |= mentioned
+                    changed = changed or len(self.may_be[name]) != before
+            if not changed:
+                break
+        # `K = A`: a name for one of the file's classes (`self.class_names` starts with the classes).
+        for _ in range(3 if self.class_names else 0):
+            for bound, _static, names in flows:
                 classes = set().union(
-                    *[
-                        self.class_names.get(n.id, set())
-                        for n in ast.walk(value)
-                        if isinstance(n, ast.Name)
-                    ]
+                    *(self.class_names[n] for n in names if n in self.class_names)
                 )
-                for name in _bound_names(target) if classes else ():
+                for name in bound if classes else ():
                     self.class_names.setdefault(name, set()).update(classes)
-        # What the candidate's own objects are given by the file: `self._cache = ...`,
-        # `self.register_buffer("_mask", ...)`, `setattr(self, "_w", ...)`.
-        for node in ast.walk(self.tree):
+
+    def collect_own(self, node: ast.AST) -> None:
+        """What the candidate's own objects are given by the file: `self._cache = ...`,
+        `self.register_buffer("_mask", ...)`, `setattr(self, "_w", ...)`. (Called in
+        `collect`'s breadth-first walk: a class, and so its methods' `self`, comes first.)"""
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store | ast.Del)
+            and self.is_own(node.value)
+        ):
+            self.own_attrs.add(node.attr)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and self.is_own(func.value):
+                name, obj_pos = func.attr, None
+            elif isinstance(func, ast.Name):
+                name, obj_pos = func.id, 0
+            else:
+                return
+            pos = _NAMING_CALLS.get(name)
             if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.ctx, ast.Store | ast.Del)
-                and self.is_own(node.value)
+                pos is None
+                or len(node.args) <= pos
+                or (obj_pos is not None and not self.is_own(node.args[0]))
             ):
-                self.own_attrs.add(node.attr)
-            elif isinstance(node, ast.Call):
-                func = node.func
-                if isinstance(func, ast.Attribute) and self.is_own(func.value):
-                    name, obj_pos = func.attr, None
-                elif isinstance(func, ast.Name):
-                    name, obj_pos = func.id, 0
-                else:
-                    continue
-                pos = _NAMING_CALLS.get(name)
-                if (
-                    pos is None
-                    or len(node.args) <= pos
-                    or (obj_pos is not None and not self.is_own(node.args[0]))
-                ):
-                    continue
-                arg = node.args[pos]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    self.own_attrs.add(arg.value)
+                return
+            arg = node.args[pos]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                self.own_attrs.add(arg.value)
 
     def collect_class(self, cls: ast.ClassDef) -> None:
         """The class's own names, and the `self`/`cls` of its methods that stand for its instance."""
@@ -405,17 +433,29 @@ class _Scan:
         """Whether `node` is provably the candidate's own object: a method's `self` (or `cls`)."""
         return isinstance(node, ast.Name) and id(node) in self.own_self
 
-    def mentioned(self, node: ast.AST) -> set[str]:
-        """The dotted modules (and module members) an expression's value may have come from."""
-        out: set[str] = set()
-        for n in ast.walk(node):
+    def mentioned(self, node: ast.AST) -> frozenset[str]:
+        """The dotted modules (and module members) an expression's value may have come from.
+        Each node is judged once (`self.seen`, bottom up): hostile text with a huge expression
+        under a long chain of attributes costs linear time."""
+        seen = self.seen
+        stack: list[tuple[ast.AST, bool]] = [(node, False)]
+        while stack:
+            n, children_done = stack.pop()
+            if id(n) in seen:
+                continue
+            if not children_done:
+                stack.append((n, True))
+                stack.extend((c, False) for c in ast.iter_child_nodes(n) if id(c) not in seen)
+                continue
+            out: frozenset[str] = frozenset().union(*(seen[id(c)] for c in ast.iter_child_nodes(n)))
             if isinstance(n, ast.Name | ast.Attribute) and isinstance(n.ctx, ast.Load):
                 path = self.resolve(n)
                 if path is not None:
-                    out.add(".".join(path))
+                    out |= {".".join(path)}
                 elif isinstance(n, ast.Name) and n.id in self.may_be:
                     out |= self.may_be[n.id]
-        return out
+            seen[id(n)] = out
+        return seen[id(node)]
 
     def resolve(self, node: ast.AST) -> list[str] | None:
         """The dotted path `node` stands for when it starts at an imported module, else None."""
@@ -584,7 +624,9 @@ class _Scan:
         mid, what = self.judge_name(attr, base, shown)
         if mid:
             return mid, what
-        for module in () if self.is_own(base) else sorted(self.mentioned(base)):
+        if attr not in _BANNED_LAST or self.is_own(base):
+            return None, ""
+        for module in sorted(self.mentioned(base)):
             mid = _path_finding([*module.split("."), attr])
             if mid:
                 return mid, f"{shown} (of {module})"
