@@ -234,10 +234,11 @@ def _peel(
             without = [combos.obs(rest, i, rest_variant) for i in range(n_probes)]
         else:
             without = list(ref)
-        # A probe whose output the candidate gives in another shape, or that it raises on
+        # A probe the candidate answers in a shape other than the reference's, or raises on
         # (a shape error reads the same for many mistakes), says nothing element by element:
-        # it is left out of the judgement.
-        judged = [i for i in range(n_probes) if cand[i].ok and not differs(cand[i], base[i], sizes[i])[sizes[i]]]
+        # it is left out of the judgement (one where the combination raises or changes the
+        # shape and the candidate does not stays in: it contradicts the mistake).
+        judged = [i for i in range(n_probes) if cand[i].ok and not dev0[i][sizes[i]]]
         touched = [differs(base[i], without[i], sizes[i]) for i in judged]
         off = [differs(cand[i], base[i], sizes[i]) for i in judged]
         step.certain = (

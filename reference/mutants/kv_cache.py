@@ -2,7 +2,8 @@
 the reference.
 
 Sizes B=3, H=6, Hkv=2 (g=3), d=8. The probes follow one sequence through time: a prefill of
-5 tokens (P = 0), a chunk of 4 (P = 5), then single tokens at positions 9 and 10, each given
+5 tokens (P = 0), a chunk of 4 (P = 5), single tokens at positions 9 and 10, then a chunk
+of 3 after decoding (P = 11: code right for prefill and decoding only), each given
 the reference's cache of the steps before it (a cache in the contract's layout), so a step is
 judged on its own. Prefill hides every cache mistake; the chunk (B, L, H, Hkv, P all
 different) shows them all.
@@ -28,7 +29,8 @@ D = H * HD
 INIT = ((D, H, HKV), {})
 SEED = 11
 # The timeline: (phase, P, L); x is one sequence of 11 tokens cut into these steps.
-TIMELINE = [("prefill", 0, 5), ("chunk", 5, 4), ("token", 9, 1), ("token", 10, 1)]
+TIMELINE = [("prefill", 0, 5), ("chunk", 5, 4), ("token", 9, 1), ("token", 10, 1), ("chunk", 11, 3)]
+FIRST = 11  # tokens of the first timeline (the later chunk's tokens are drawn apart)
 ZH_PHASE = {"prefill": "预填充", "chunk": "分块", "token": "单个 token"}
 
 
@@ -145,7 +147,7 @@ def _timeline_inputs() -> list[tuple[str, int, torch.Tensor, Any]]:
     """(phase, P, x, cache) per step: the reference's own caches, so each step's given cache
     is exactly what a correct earlier step returned."""
     total = sum(n for _, _, n in TIMELINE)
-    x = randn(B, total, D, seed=601)
+    x = torch.cat([randn(B, FIRST, D, seed=601), randn(B, total - FIRST, D, seed=603)], dim=1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
         m = REFERENCE.CachedAttention(*INIT[0], **INIT[1])

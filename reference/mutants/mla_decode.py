@@ -3,8 +3,8 @@ default = the reference.
 
 Sizes B=2, H=3, r=10, nope=6, rope=8, v=5 (nope + rope, nope and v all differ; H >= 2 shows
 a slice of kv_b_proj that ignores its per-head layout). The probes follow one sequence: a
-prefill of 5 tokens (P = 0), a chunk of 4 (P = 5), then one token (P = 9), each given the
-reference's cache of the steps before it. Prefill hides the cache mistakes; the chunk
+prefill of 5 tokens (P = 0), a chunk of 4 (P = 5), one token (P = 9), then a chunk of 3
+after decoding (P = 10), each given the reference's cache of the steps before it. Prefill hides the cache mistakes; the chunk
 (B, L, H, P all different) shows them. The memory probe (P = 1024, H = 16) flags the
 decompression of the whole cache from the candidate's trace.
 """
@@ -27,7 +27,8 @@ B, H, R, NOPE, ROPE, DV, QR = 2, 3, 10, 6, 8, 5, 12
 D = 24
 INIT = ((D, H, R, NOPE, ROPE, DV), {})
 SEED = 13
-TIMELINE = [("prefill", 0, 5), ("chunk", 5, 4), ("token", 9, 1)]
+TIMELINE = [("prefill", 0, 5), ("chunk", 5, 4), ("token", 9, 1), ("chunk", 10, 3)]
+FIRST = 10  # tokens of the first timeline (the later chunk's tokens are drawn apart)
 ZH_PHASE = {"prefill": "预填充", "chunk": "分块", "token": "单个 token"}
 
 
@@ -147,7 +148,8 @@ def _timeline(init: tuple[tuple, dict[str, Any]], seed: int, x: torch.Tensor) ->
 
 
 def probes() -> list[Probe]:
-    x = randn(B, sum(n for _, _, n in TIMELINE), D, seed=701)
+    x = torch.cat([randn(B, FIRST, D, seed=701), randn(B, sum(n for _, _, n in TIMELINE) - FIRST, D, seed=703)],
+                  dim=1)
     out = []
     for phase, past, piece, cache in _timeline(INIT, SEED, x):
         n = piece.shape[1]
