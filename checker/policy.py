@@ -145,6 +145,8 @@ _LIBRARY_PRIVATE = frozenset({
 _PLAIN_DECORATORS = frozenset({"property", "classmethod", "functools.cached_property", "abc.abstractmethod",
                                "torch.no_grad", "torch.inference_mode", "torch.enable_grad"})
 
+MAX_ANNOTATION = 10_000  # characters of an annotation string read as code
+
 # Dispatchers that evaluate their functions' annotations (`typing.get_type_hints`) to register them.
 _DISPATCH = frozenset({"functools.singledispatch", "functools.singledispatchmethod"})
 
@@ -745,14 +747,24 @@ class _Scan:
         if decorated:
             self.string_annotations.append(node)
         if is_string:
-            try:
-                ast.parse(node.value.strip(), mode="eval")  # type: ignore[attr-defined]
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            text = node.value  # type: ignore[attr-defined]
+            if len(text) >= MAX_ANNOTATION:
                 self.add(
-                    NEEDS_REVIEW, node, f"annotation {node.value[:40]!r} (not readable as a type)"
-                )  # type: ignore[attr-defined]
+                    DYNAMIC,
+                    node,
+                    f"annotation of {len(text)} characters (too long to read as a type)",
+                )
                 return
-        if not _is_type_expression(node):
+            try:
+                ast.parse(text.strip(), mode="eval")
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self.add(NEEDS_REVIEW, node, f"annotation {text[:40]!r} (not readable as a type)")
+                return
+        try:
+            is_type = _is_type_expression(node)
+        except (RecursionError, MemoryError):
+            is_type = False
+        if not is_type:
             self.add(DYNAMIC, node, f"annotation {_text(node)!r} (evaluated as code, not a type)")
 
     def visit_string(self, node: ast.Constant, annotation: bool) -> None:
@@ -760,7 +772,7 @@ class _Scan:
         m = _ESCAPE_IN_STRING.search(text)
         if m:
             self.add(INTROSPECTION, node, f"{m.group(0)!r} (in a string)")
-        if annotation and len(text) < 10_000:
+        if annotation and len(text) < MAX_ANNOTATION:  # a longer one is flagged as such
             # typing.get_type_hints and functools.singledispatch evaluate string annotations.
             try:
                 sub = ast.parse(text.strip(), mode="eval")
@@ -869,7 +881,7 @@ def _loads_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> set[int]
 def _is_type_expression(node: ast.AST, depth: int = 0) -> bool:
     """Whether an annotation is a type and nothing else: a dotted name, `X[...]` of types,
     `X | Y`, `None`, `...`, a list of types (Callable's), a string holding one, `Literal[...]`."""
-    if depth > 50:
+    if depth > 120:
         return False
     if isinstance(node, ast.Name):
         return True
@@ -885,6 +897,8 @@ def _is_type_expression(node: ast.AST, depth: int = 0) -> bool:
         )
     if isinstance(node, ast.Constant):
         if isinstance(node.value, str):
+            if len(node.value) >= MAX_ANNOTATION:
+                return False
             try:
                 inner = ast.parse(node.value.strip(), mode="eval").body
             except (SyntaxError, ValueError, RecursionError, MemoryError):
