@@ -27,7 +27,7 @@ from attnkata.checker.diagnose.ast_rules import Source, banned_references, locat
 from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_dtype
 from attnkata.checker.diagnose.crashes import classify
 from attnkata.checker.diagnose.probes import Probe, as_float32, grid_of
-from attnkata.checker.diagnose.subjects import FunctionSubject, ModuleSubject, Observed
+from attnkata.checker.diagnose.subjects import FunctionSubject, ModuleSubject, Observed, one_thread
 from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result, SourceRef
 from attnkata.checker.probes import salted
 from attnkata.checker.proxy import (
@@ -143,20 +143,13 @@ def load_spec(kata_id: str) -> Spec | None:
 @cache
 def _local_observations(kata_id: str) -> tuple[list[Observed], dict[str, list[list[Observed]]]]:
     """Reference and mutant outputs on every probe: deterministic, so computed once per process."""
-    import torch
 
     spec = load_spec(kata_id)
     assert spec is not None
-    # Probe tensors are tiny: with several intra-op threads on a busy machine each op waits
-    # for its threads (about 10 ms per Linear instead of 20 us), so compute on one.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         ref = [spec.subject.reference_call(p) for p in spec.probes]
         muts = {mid: [[spec.subject.mutant_call(v, p) for p in spec.probes] for v in variants]
                 for mid, variants in spec.mutants.items()}
-    finally:
-        torch.set_num_threads(threads)
     return ref, muts
 
 
@@ -178,14 +171,10 @@ def _alternative_observations(kata_id: str, i: int, k: int, probe: Probe) -> tup
     if hit is None:
         spec = load_spec(kata_id)
         assert spec is not None
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with one_thread():
             hit = (spec.subject.reference_call(probe),
                    {mid: [spec.subject.mutant_call(v, probe) for v in variants]
                     for mid, variants in spec.mutants.items()})
-        finally:
-            torch.set_num_threads(threads)
         _ALT_OBS[(kata_id, i, k)] = hit
     return hit
 

@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 
 from attnkata.checker.diagnose.behaviour import differs, differs_kept, flat
 from attnkata.checker.diagnose.pairs import compose
 from attnkata.checker.diagnose.probes import Probe
-from attnkata.checker.diagnose.subjects import Observed
+from attnkata.checker.diagnose.subjects import Observed, one_thread
 
 MAX_MISTAKES = 3
 # Second and third mistakes: only the best few, ranked by the single mutants' scores.
@@ -107,6 +106,7 @@ class _Combos:
         return hit
 
 
+@one_thread()
 def peel(
     kata: str,
     probes: list[Probe],
@@ -121,25 +121,6 @@ def peel(
     """Greedy peeling of the candidate's deviation (see the module docstring). `index[i]` is
     probes[i]'s index in the kata's probe list (the cache key); `outs[id][variant][i]` the
     single mutants' observations."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: one thread (as engine._local_observations)
-    try:
-        return _peel(kata, probes, index, cand, ref, outs, variants, subject, budget_s)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _peel(
-    kata: str,
-    probes: list[Probe],
-    index: list[int],
-    cand: list[Observed],
-    ref: list[Observed],
-    outs: dict[str, list[list[Observed]]],
-    variants: dict[str, list[dict[str, Any]]],
-    subject: Any,
-    budget_s: float,
-) -> Peeling | None:
     t0 = time.perf_counter()
     sizes = _sizes(ref)
     n_probes = len(probes)

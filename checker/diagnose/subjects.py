@@ -8,9 +8,11 @@ how a mutant module gets its weights with `load_mutant(mutant, reference)`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,18 @@ class Observed:
         return self.error is None
 
 
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one intra-op thread: probe tensors are tiny, and with several threads on a
+    busy machine each op waits for its threads (about 10 ms per Linear instead of 20 us)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def call_local(fn: Any, probe: Probe) -> Observed:
