@@ -43,11 +43,11 @@ from attnkata.checker.weights import LAYOUT_TEXT
 
 # Diagnosis probes get a shorter leash than tests: they are small, and diagnosis must stay fast.
 PROBE_CALL_TIMEOUT = 2.0
-PROBE_TIME_BUDGET = 1.2
+PROBE_TIME_BUDGET = 2.0
 # Searching pairs of mistakes runs combined variants locally; it stops after this long.
 PAIR_TIME_BUDGET = 0.6
 # Peeling two or three mistakes off one at a time (combined variants run locally).
-PEEL_TIME_BUDGET = 1.0
+PEEL_TIME_BUDGET = 2.0
 # Other forms of the probes the code cannot take (float32, dv = d...): candidate calls.
 ALT_TIME_BUDGET = 1.5
 ALT_KEY = 1000  # peel's cache key of probe i's other form: ALT_KEY + i
