@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from attnkata.checker.models import ERROR, FAIL, PASS, SKIP, TIMEOUT, TestResult
 from attnkata.checker.proxy import Candidate, CandidateFailure, Limits
+
+if TYPE_CHECKING:
+    from attnkata.checker.local import CandidateAPI
 
 COLLECTOR_NAME = "attnkata-collector"
 
@@ -101,7 +104,7 @@ def _message(excinfo: pytest.ExceptionInfo[BaseException], lang: str = "en") -> 
 class Collector:
     """Collects one `TestResult` per test; optionally appends each as a flushed JSON line."""
 
-    def __init__(self, candidate: Candidate | None = None, report: Path | None = None,
+    def __init__(self, candidate: CandidateAPI | None = None, report: Path | None = None,
                  lang: str = "en") -> None:
         self.candidate = candidate
         self.lang = lang
@@ -110,7 +113,7 @@ class Collector:
         self.collect_errors: list[str] = []
         self.report = report
 
-    def reset(self, candidate: Candidate, lang: str) -> None:
+    def reset(self, candidate: CandidateAPI, lang: str) -> None:
         """Collect the results of another run (checker/driver.py runs a session again)."""
         self.candidate, self.lang = candidate, lang
         self.results, self.failures = [], []

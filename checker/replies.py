@@ -11,7 +11,7 @@ returns (`value`, `grads`, `inputs_after`) stay as decoded: the graders judge th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 # Clip lengths: enough for every message the harness writes; a class name is an identifier.
 TYPE_CHARS = 100
@@ -21,6 +21,77 @@ NAME_CHARS = 200
 MAX_ITEMS = 200  # entries of any list or dict the grader reads (frames, warnings, ops...)
 
 ERROR_KINDS = frozenset({"exception", "exit", "memory", "banned-import", "banned-call", "protocol"})
+
+
+# -- what crosses the channel (checker/sandbox/child.py serves these; proxy.py and local.py send them)
+class CallRequest(TypedDict):
+    op: Literal["call"]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    grad_wrt: tuple[int, ...]
+    grad_output: Any
+    name: NotRequired[str]  # a top-level function, or
+    handle: NotRequired[int]  # a built module's
+    method: NotRequired[str | None]
+    state: NotRequired[dict[str, Any]]  # weights to load first (RemoteModule.load_state)
+
+
+class NewRequest(TypedDict):
+    op: Literal["new"]
+    name: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    dtype: NotRequired[Any]
+
+
+class ModuleRequest(TypedDict):  # "to" (cast) and "load_state" (weights)
+    op: Literal["to", "load_state"]
+    handle: int
+    dtype: NotRequired[Any]
+    state: NotRequired[dict[str, Any]]
+
+
+Request = CallRequest | NewRequest | ModuleRequest
+
+
+class Frame(TypedDict):
+    line: int
+    text: str
+    function: str
+
+
+class ErrorReply(TypedDict):
+    ok: Literal[False]
+    kind: str  # one of ERROR_KINDS
+    type: str
+    message: str
+    frames: list[Frame]
+    phase: NotRequired[str]
+
+
+class LoadReply(TypedDict):
+    ok: Literal[True]
+    names: dict[str, str]  # name -> "class" | "function"
+    banned: list[str]
+
+
+class NewReply(TypedDict):
+    ok: Literal[True]
+    handle: int
+    structure: dict[str, Any]  # {"modules": [...], "params": {name: shape}}
+
+
+class CallReply(TypedDict):
+    ok: Literal[True]
+    value: Any
+    grads: Any
+    warnings: list[dict[str, Any]]
+    trace: dict[str, Any]
+    inputs_after: Any
+    seconds: float
+
+
+Reply = ErrorReply | LoadReply | NewReply | CallReply | dict[str, Any]
 
 
 class BadReply(Exception):
@@ -125,7 +196,7 @@ def _warning(value: Any) -> dict[str, Any]:
             "line": _opt_int(w.get("line"), "a warning's line")}
 
 
-def clean(reply: Any, op: str) -> dict[str, Any]:
+def clean(reply: Any, op: str) -> Reply:
     """`reply` to a request of kind `op` ("load", "call", "new", "to", "load_state"), with
     the types the grader relies on. Raises BadReply."""
     if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):

@@ -31,7 +31,7 @@ import torch
 from attnkata.checker import driver, plugin
 from attnkata.checker.catalog import Kata
 from attnkata.checker.errors import KataDefinitionError
-from attnkata.checker.proxy import Candidate, Limits
+from attnkata.checker.local import LocalCandidate
 from attnkata.checker.sandbox import wire
 from attnkata.checker.sandbox.child import Server
 from attnkata.checker.sets.manifest import reference_file
@@ -53,70 +53,19 @@ class RecordedTest:
     steps: list[dict[str, Any]] = field(default_factory=list)  # requests, in order
 
 
-class _ReferenceCandidate(Candidate):
-    """The reference, served in this process by the child's own request handlers, recording
-    every request. Trusted code only: never use this for a candidate's file."""
+class _Recording:
+    """Every request the grader makes of the reference, with the test that made it."""
 
-    def __init__(self, kata: Kata) -> None:
-        path = reference_file(kata)
-        super().__init__(path, Limits())
-        self.module = importlib.import_module(f"attnkata.reference.{kata.module_name}")
-        self.server = _new_server(self.module, path)
-        self.names = _names(self.module)
-        self.generation = 1
+    def __init__(self) -> None:
         self.current: str | None = None
         self.log: list[tuple[str | None, dict[str, Any], dict[str, Any]]] = []
 
-    def start(self) -> None:  # nothing to start: the reference is already imported
-        return None
-
-    def ensure_started(self) -> None:
-        return None
-
-    def _kill(self) -> None:
-        return None
-
-    def _module_lost(self, module: Any) -> bool:
-        return False
-
-    def _call_capped(self, name: str, args: tuple, kwargs: dict[str, Any], memory_mb: int) -> Any:
-        return self.call(name, args, kwargs)  # the reference is trusted: recorded as any call
-
-    def _module_request(self, module: Any, req: dict[str, Any]) -> dict[str, Any]:
-        return self._request({**req, "handle": module.handle}, "running the reference module")
-
-    # Calls sent "ahead" (proxy.Pending) are served when their reply is read.
-    def _send_request(self, req: dict[str, Any], target: str | None, doing: Any) -> None:
-        self._ahead = req
-
-    def _finish_request(self, doing: Any, target: str | None) -> dict[str, Any]:
-        req, self._ahead = self._ahead, None
-        return self._request(req, "running the reference")
-
-    def _request(self, req: dict[str, Any], doing: str) -> dict[str, Any]:
-        if req["op"] != "load_state" and req.get("state") is not None:  # carried (RemoteModule.load_state):
-            state = {"op": "load_state", "handle": req["handle"], "state": req.pop("state")}
-            self._request(state, doing)  # recorded as the step of their own they are
-        recorded = _copy(req)
-        reply = serve(self.server, _copy(req))
-        self.log.append((self.current, recorded, reply))
-        if not reply.get("ok"):
-            raise self._failure(reply, doing)
-        return reply
+    def __call__(self, req: dict[str, Any], reply: dict[str, Any]) -> None:
+        self.log.append((self.current, _copy(req), reply))
 
 
 def _copy(req: dict[str, Any]) -> dict[str, Any]:
     return wire.roundtrip(req)
-
-
-def _names(module: Any) -> dict[str, str]:
-    out = {}
-    for name, value in vars(module).items():
-        if not name.startswith("__"):
-            kind = "class" if isinstance(value, type) else "function" if callable(value) else None
-            if kind:
-                out[name] = kind
-    return out
 
 
 def _new_server(module: Any, path: Path) -> Server:
@@ -138,29 +87,28 @@ def serve(server: Server, req: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Tracker:
-    """Tells the recording candidate which test is running."""
+    """Tells the recording which test is running."""
 
-    def __init__(self, candidate: _ReferenceCandidate) -> None:
-        self.candidate = candidate
+    def __init__(self, recording: _Recording) -> None:
+        self.recording = recording
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        self.candidate.current = plugin.test_id(item)
+        self.recording.current = plugin.test_id(item)
 
 
 def record(kata: Kata) -> list[RecordedTest]:
     """Run the hidden grader against the reference and return what each test asked for."""
-    candidate = _ReferenceCandidate(kata)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            _, collector, _ = driver.run(kata, reference_file(kata), candidate, plugins=[_Tracker(candidate)])
-    finally:
-        candidate.close()
+    recording = _Recording()
+    reference = importlib.import_module(f"attnkata.reference.{kata.module_name}")
+    candidate = LocalCandidate(reference, record=recording)  # the reference is trusted: served here
+    with torch.random.fork_rng(devices=[]):
+        _, collector, _ = driver.run(kata, reference_file(kata), candidate, plugins=[_Tracker(recording)])
     if collector.collect_errors:
         raise KataDefinitionError(f"the grader of {kata.id} is broken: {collector.collect_errors[0]}")
     tests = {r.id: RecordedTest(r.id, r.tier, r.status) for r in collector.results}
     handle_steps: dict[int, list[dict[str, Any]]] = {}  # steps that built/changed a module
-    for test_id, req, reply in candidate.log:
+    for test_id, req, reply in recording.log:
         step = dict(req)
         if not reply.get("ok"):
             step["failed"] = True
