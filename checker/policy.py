@@ -407,13 +407,7 @@ class _Scan:
                 continue  # `self = ...` somewhere: not provably the instance
             loads = _loads_of(stmt, first)
             self.own_self |= loads
-            if any(
-                isinstance(n, ast.Attribute)
-                and id(n.value) in loads
-                and n.attr.startswith("_")
-                and not _is_dunder(n.attr)
-                for n in ast.walk(stmt)
-            ):
+            if any(_reads_private(n, loads) for n in ast.walk(stmt)):
                 private_users.add(stmt.name)
         if private_users:
             self.self_private.setdefault(cls.name, set()).update(private_users)
@@ -599,6 +593,10 @@ class _Scan:
         path = self.resolve(node)
         if path is not None and ".".join(path) in _DISPATCH:
             self.dispatch.append((node, ".".join(path)))
+        elif path is None and f"functools.{node.attr}" in _DISPATCH:
+            self.dispatch.append(
+                (node, f"functools.{node.attr}")
+            )  # `[functools][0].singledispatch`
         mid, what = self.judge_attribute(node.value, node.attr)
         if mid:
             self.add(mid, node, what)
@@ -695,6 +693,8 @@ class _Scan:
             return
         attr = name.value
         how = f"{func.id}({ast.unparse(obj)[:60]}, {attr!r})"
+        if f"functools.{attr}" in _DISPATCH:
+            self.dispatch.append((node, f"functools.{attr}"))
         if func.id != "getattr" and attr == "__match_args__":
             self.add(INTROSPECTION, node, how)
             return
@@ -850,6 +850,29 @@ def _text(annotation: ast.AST) -> str:
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         return annotation.value[:60]
     return ast.unparse(annotation)[:60]
+
+
+def _reads_private(node: ast.AST, loads: set[int]) -> bool:
+    """Whether `node` reads a `_private` attribute of the object whose loads are `loads`, or
+    any attribute by a computed name (`getattr(self, name)`)."""
+    if isinstance(node, ast.Attribute):
+        return id(node.value) in loads and node.attr.startswith("_") and not _is_dunder(node.attr)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _ATTR_BUILTINS
+    ):
+        args = node.args
+        return (
+            len(args) >= 2
+            and id(args[0]) in loads
+            and not (
+                isinstance(args[1], ast.Constant)
+                and isinstance(args[1].value, str)
+                and not args[1].value.startswith("_")
+            )
+        )
+    return False
 
 
 def _bound_names(target: ast.AST) -> list[str]:

@@ -111,6 +111,15 @@ def test_each_attack_is_flagged_with_its_id_on_its_line(path: Path):
         ),
         ("import torch\nx = torch.__getattr__('ops')\n", {(2, policy.INTROSPECTION)}),
         ("def f(x):\n    pass\nf.__annotations__['x'] = 'int'\n", {(3, policy.INTROSPECTION)}),
+        (
+            "class A:\n    def m(self, n):\n        return getattr(self, n)\nx = A.m(1, '_C')\n",
+            {(3, policy.NEEDS_REVIEW), (4, policy.PRIVATE)},
+        ),
+        (
+            "import functools\nd = [functools][0].singledispatch\n@d\ndef f(x): pass\n@f.register\n"
+            "def _(x: 'int'): pass\n",
+            {(6, policy.DYNAMIC)},
+        ),
         # annotations
         ("def f(x: 'torch.Tensor') -> 'int | None':\n    pass\n", set()),
         ("def f(x: 'print(1) or int'):\n    pass\n", {(1, policy.DYNAMIC)}),
