@@ -70,7 +70,7 @@ def main() -> None:
     # What the zygote holds is never collected: a collection in a candidate would otherwise
     # walk (and so copy) the zygote's whole heap, shared with it page by page since the fork.
     gc.freeze()
-    Zygote(ctl, config).serve()
+    Forker(ctl, config).serve()
 
 
 # -- namespaces -------------------------------------------------------------------------------
@@ -223,7 +223,10 @@ def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
         os._exit(0)  # the grader is gone
 
 
-class Zygote:
+class Forker:
+    """The zygote's loop, inside the sandbox: forks a candidate tree on each request from the
+    grader's side (host.Zygote, the handle on this process) and reports their ends."""
+
     def __init__(self, ctl: socket.socket, config: dict[str, Any]) -> None:
         self.ctl = ctl
         self.config = config
