@@ -57,12 +57,13 @@ def graded(split: str) -> tuple[dict[str, Any], ...]:
     return tuple(rows)
 
 
-def test_labels_are_well_formed() -> None:
+@pytest.mark.parametrize("split", firsts.SPLITS)
+def test_labels_are_well_formed(split: str) -> None:
     known, katas = catalogue.catalogue(), all_katas()
     problems = []
     for kata_id in _katas():
         with (firsts.FIRSTS / kata_id / "labels.toml").open("rb") as fh:
-            labels = tomllib.load(fh).get("file", [])
+            labels = [f for f in tomllib.load(fh).get("file", []) if f.get("split", split) == split]
         for label in labels:
             where = f"{kata_id}/{label.get('name')}"
             if kata_id not in katas:
