@@ -239,30 +239,16 @@ def test_a_batch_with_attackers_first_grades_every_honest_student_exactly(tmp_pa
             assert path.stat().st_size < 5_000_000, path
 
 
-class _Lines:
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        import selectors
-
-        self.proc, self.sel = proc, selectors.DefaultSelector()
-        assert proc.stdout is not None
-        self.sel.register(proc.stdout, selectors.EVENT_READ)
-
-    def next(self, timeout: float) -> dict:
-        assert self.sel.select(timeout), "no result in time"
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert line, f"kata watch ended: {self.proc.poll()}"
-        return json.loads(line)
-
-
 @pytest.mark.slow
 def test_watch_survives_the_attacks_and_shares_nothing_between_saves(tmp_path: Path) -> None:
+    from test_everyday import _JsonLines  # tests/ is on sys.path (pytest, rootdir-relative)
+
     path = tmp_path / "sdpa.py"
     path.write_text(REFERENCE.read_text())
     proc = subprocess.Popen([sys.executable, "-m", "attnkata", "watch", "sdpa", str(path), "--json", "--timeout", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "KATA_HOME": str(tmp_path / "home")})
-    lines = _Lines(proc)
+    lines = _JsonLines(proc)
     try:
         assert lines.next(timeout=60)["status"] == "pass"
         for source, want_pass in ((ROUND3 / "writer.py", True), (ROUND3 / "reader.py", False),
