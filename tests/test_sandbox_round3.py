@@ -260,3 +260,30 @@ def test_watch_survives_the_attacks_and_shares_nothing_between_saves(tmp_path: P
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.mark.slow
+def test_the_mock_interviews_worker_shares_nothing_between_checks(tmp_path: Path) -> None:
+    """The live mock screen's worker grades save after save in one process, as watch does. A
+    mock interview enforces the static policy, so the writer (it opens files) is refused before
+    it runs; the reader still finds nothing, an attack does not stop the worker, and the next
+    honest save passes."""
+    proc = subprocess.Popen([sys.executable, "-m", "attnkata.checker.mock.worker"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "KATA_HOME": str(tmp_path / "home")})
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert json.loads(proc.stdout.readline()).get("ready")
+        statuses = []
+        for source in (ROUND3 / "writer.py", ROUND3 / "reader.py", ATTACKS / "long_type_name.py", REFERENCE):
+            path = tmp_path / "sdpa.py"
+            path.write_text(source.read_text())
+            proc.stdin.write(json.dumps({"kata": "sdpa", "path": str(path), "lang": "en"}) + "\n")
+            proc.stdin.flush()
+            reply = json.loads(proc.stdout.readline())
+            assert reply["ok"], reply
+            statuses.append(reply["result"]["status"])
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+    assert statuses == ["fail", "fail", "fail", "pass"], statuses
