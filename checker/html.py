@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from attnkata.checker.messages import msg
 from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks, localized
 from attnkata.checker.textsafe import clean, clean_data
 
@@ -19,34 +20,6 @@ _COLOURS = {
     "skip": "#6e7781",
 }
 _MARKS = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
-_LABELS = {
-    "en": {
-        "fix": "Fix",
-        "evidence": "Evidence",
-        "tests": "tests",
-        "expected": "expected",
-        "got": "yours",
-        "heads": "KV head used by each query head",
-        "line": "line",
-        "isolation": "isolation",
-        "grid": "which keys each query may attend (rows = queries, columns = keys)",
-        "passed": "passed",
-    },
-    "zh": {
-        "fix": "修改建议",
-        "evidence": "依据",
-        "tests": "测试",
-        "expected": "应为",
-        "got": "你的",
-        "heads": "每个查询头使用的 KV 头",
-        "line": "行",
-        "isolation": "隔离方式",
-        "grid": "每个查询能关注哪些键（行 = 查询，列 = 键）",
-        "passed": "通过",
-    },
-}
-
-
 def _grid(grid: list[list[int | None]], other: list[list[int | None]] | None) -> str:
     rows = []
     for i, row in enumerate(grid):
@@ -64,7 +37,7 @@ def _grid(grid: list[list[int | None]], other: list[list[int | None]] | None) ->
     return f'<table style="border-collapse:collapse">{"".join(rows)}</table>'
 
 
-def _pictures(d: Diagnostic, labels: dict[str, str], lang: str) -> str:
+def _pictures(d: Diagnostic, lang: str) -> str:
     parts = []
     expected, got = d.data.get("mask_expected"), d.data.get("mask_got")
     if expected:
@@ -72,11 +45,11 @@ def _pictures(d: Diagnostic, labels: dict[str, str], lang: str) -> str:
         caption = (
             localized(d.data["grid_caption"], lang)
             if d.data.get("grid_caption")
-            else labels["grid"]
+            else msg("html.grid", lang)
         )
         parts.append(
             f'<div style="color:#57606a">{escape(caption)}</div><table><tr>'
-            f"<th>{escape(labels['expected'])}</th><th>{escape(labels['got'])}</th></tr>"
+            f"<th>{escape(msg('html.expected', lang))}</th><th>{escape(msg('html.got', lang))}</th></tr>"
             f"<tr><td>{_grid(expected, None)}</td><td>{right}</td></tr></table>"
         )
     heads, heads_got = d.data.get("head_map_expected"), d.data.get("head_map_got") or []
@@ -91,8 +64,8 @@ def _pictures(d: Diagnostic, labels: dict[str, str], lang: str) -> str:
             return f"<tr><th>{escape(name)}</th>{cells}</tr>"
 
         parts.append(
-            f'<div style="color:#57606a">{escape(labels["heads"])}</div><table>'
-            f"{row(labels['expected'], heads, None)}{row(labels['got'], heads_got, heads) if heads_got else ''}"
+            f'<div style="color:#57606a">{escape(msg("html.heads", lang))}</div><table>'
+            f"{row(msg('html.expected', lang), heads, None)}{row(msg('html.got', lang), heads_got, heads) if heads_got else ''}"
             "</table>"
         )
     for pic in d.data.get("pictures") or []:
@@ -124,7 +97,7 @@ def _picture(pic: Any, lang: str) -> str:
     )
 
 
-def _excerpt(d: Diagnostic, lines: list[str], labels: dict[str, str]) -> str:
+def _excerpt(d: Diagnostic, lines: list[str], lang: str) -> str:
     out = []
     refs = d.source[:3]
     for lo, hi, marked in excerpt_blocks(refs, len(lines)):
@@ -137,12 +110,12 @@ def _excerpt(d: Diagnostic, lines: list[str], labels: dict[str, str]) -> str:
     for ref in refs:
         if not (lines and 0 < ref.line <= len(lines)) and ref.text:
             out.append(
-                f"<div><code>{escape(labels['line'])} {ref.line}: {escape(ref.text)}</code></div>"
+                f"<div><code>{escape(msg('html.line', lang))} {ref.line}: {escape(ref.text)}</code></div>"
             )
     return "".join(out)
 
 
-def _diagnostic(d: Diagnostic, lines: list[str], labels: dict[str, str], lang: str) -> str:
+def _diagnostic(d: Diagnostic, lines: list[str], lang: str) -> str:
     colour = (
         "#cf222e"
         if d.severity == "essential"
@@ -158,13 +131,13 @@ def _diagnostic(d: Diagnostic, lines: list[str], labels: dict[str, str], lang: s
     if d.explanation:
         parts.append(f"<p>{escape(d.explanation)}</p>")
     if d.fix:
-        parts.append(f"<p><b>{escape(labels['fix'])}:</b> {escape(d.fix)}</p>")
-    parts.append(_excerpt(d, lines, labels))
-    parts.append(_pictures(d, labels, lang))
+        parts.append(f"<p><b>{escape(msg('html.fix', lang))}:</b> {escape(d.fix)}</p>")
+    parts.append(_excerpt(d, lines, lang))
+    parts.append(_pictures(d, lang))
     if d.evidence:
         items = "".join(f"<li>{escape(e)}</li>" for e in d.evidence[:4])
         parts.append(
-            f"<details><summary>{escape(labels['evidence'])}</summary><ul>{items}</ul></details>"
+            f"<details><summary>{escape(msg('html.evidence', lang))}</summary><ul>{items}</ul></details>"
         )
     parts.append("</div>")
     return "".join(parts)
@@ -173,7 +146,7 @@ def _diagnostic(d: Diagnostic, lines: list[str], labels: dict[str, str], lang: s
 def result_html(result: Result, source: str | None = None) -> str:
     # html.escape handles markup, not control characters: candidate text is cleaned first.
     result = clean_data(result)
-    labels = _LABELS.get(result.lang, _LABELS["en"])
+    lang = result.lang
     lines = clean(source).splitlines() if source else []
     colour = _COLOURS.get(result.status, "#cf222e")
     counts = result.tier_counts()
@@ -182,12 +155,12 @@ def result_html(result: Result, source: str | None = None) -> str:
     head = (
         f'<div><span style="background:{colour};color:white;padding:2px 8px;border-radius:4px">'
         f"<b>{escape(result.status.upper())}</b></span> <b>{escape(result.kata)}</b> "
-        f"{passed}/{total} {escape(labels['passed'])} ({escape(tiers)}) "
+        f"{passed}/{total} {escape(msg('html.passed', lang))} ({escape(tiers)}) "
         f'<span style="color:#57606a">{result.timings.get("total", 0):.1f}s</span></div>'
     )
     iso = result.isolation.get("backend") if result.isolation else None
     if iso:
-        head += f'<div style="color:#57606a;font-size:small">{escape(labels["isolation"])}: {escape(str(iso))}</div>'
+        head += f'<div style="color:#57606a;font-size:small">{escape(msg("html.isolation", lang))}: {escape(str(iso))}</div>'
     tier_blocks = []
     for tier in counts:
         rows = "".join(
@@ -203,5 +176,5 @@ def result_html(result: Result, source: str | None = None) -> str:
         )
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     diags = sorted(result.diagnostics, key=lambda d: rank.get(d.severity, 9))[:MAX_DIAGNOSTICS]
-    body = "".join(_diagnostic(d, lines, labels, result.lang) for d in diags)
+    body = "".join(_diagnostic(d, lines, lang) for d in diags)
     return f'<div class="attnkata-result">{head}{"".join(tier_blocks)}{body}</div>'

@@ -1,13 +1,23 @@
-"""User-facing messages of the grading engine, in English and Chinese.
+"""Every user-facing sentence of attnkata's code, in English and Chinese: one catalogue, one lookup.
 
-Kata-specific text lives in each kata.toml and the mistake catalogue; this table holds the
-engine's own sentences. `msg(key, lang, **params)` formats one.
+Kata-specific text lives in each kata.toml and the mistake catalogue (checker/diagnose/); this
+catalogue holds the sentences of the engine, the CLI, mock interviews, problem sets and the HTML
+page. It is one key space merged from a few data modules: the engine's own sentences below, and
+messages_mock.py ("mock.", "scorecard."), messages_sets.py ("report.", "handout.", "readme.") and
+messages_ui.py ("render.", "grid.", "progress.", "mistakes.", "html.", "cli.", "schedule.").
+
+`msg(key, lang, **params)` formats one (English for any language but "zh"); `phrase(key, ...)`
+defers the choice of language; `both(key, ...)` gives {"en": ..., "zh": ...} for text stored in
+files and rendered later in either. tests/test_messages.py checks that every key has both languages
+with the same placeholders.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from attnkata.checker import messages_mock, messages_sets, messages_ui
 
 MESSAGES: dict[str, tuple[str, str]] = {
     "syntax_error_title": ("Syntax error", "语法错误"),
@@ -118,6 +128,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
                        "{doing}你的进程传回了 {detail}，已被终止"),
 }
 
+_PARTS = (messages_mock.MESSAGES, messages_sets.MESSAGES, messages_ui.MESSAGES)
+for _part in _PARTS:
+    _clash = MESSAGES.keys() & _part.keys()
+    assert not _clash, f"message keys defined twice: {sorted(_clash)}"
+    MESSAGES.update(_part)
+
 
 @dataclass(frozen=True)
 class Phrase:
@@ -136,8 +152,22 @@ def phrase(key: str, **params: Any) -> Phrase:
 
 
 def msg(key: str, lang: str, **params: object) -> str:
+    """The message `key` in `lang` ("zh", else English), its {placeholders} filled from params."""
     en, zh = MESSAGES[key]
     return (zh if lang == "zh" else en).format(**params)
+
+
+def both(key: str, **params: Any) -> dict[str, str]:
+    """A message in both languages (stored in session and card files, rendered later in either);
+    parameters may be phrases, put into each language in turn."""
+    return {lang: phrase(key, **params).render(lang) for lang in ("en", "zh")}
+
+
+def label(group: str, value: str, lang: str) -> str:
+    """The name of an open-ended value (a status, a tier) under `group`; the value itself where
+    the catalogue has no name for it."""
+    key = f"{group}.{value}"
+    return msg(key, lang) if key in MESSAGES else value
 
 
 def clip(text: str, limit: int) -> str:

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from attnkata.checker.catalog import KataSummary
+from attnkata.checker.messages import both
 
 if TYPE_CHECKING:
     from attnkata.checker.store import History
@@ -185,28 +186,23 @@ def recommend(katas: dict[str, KataSummary], plans: dict[str, KataPlan], now: da
     if due:
         p = due[0]
         ago = _days(now - p.last) if p.last else "?"
-        en = (f"due for review (FSRS): last practised {ago} days ago, rated '{p.last_rating}'")
-        zh = f"按 FSRS 该复习了：上次练习在 {ago} 天前，评为“{p.last_rating}”"
+        reason = both("schedule.due", ago=ago, rating=p.last_rating)
         if p.recurring:
             m, n = p.recurring[0]
-            en += f"; it exercises '{m}', a mistake you made in {n} sessions"
-            zh += f"；它考查的“{m}”是你在 {n} 次练习中都犯过的错误"
-        return Recommendation(p.kata, {"en": en, "zh": zh}, p)
+            more = both("schedule.recurring", mistake=m, n=n)
+            reason = {lang: reason[lang] + more[lang] for lang in reason}
+        return Recommendation(p.kata, reason, p)
     new = [plans[k] for k in katas if plans[k].due is None]
     if new:
         with_mistake = [p for p in new if p.recurring]
         if with_mistake:
             p = max(with_mistake, key=lambda p: p.recurring[0][1])
             m, n = p.recurring[0]
-            return Recommendation(p.kata, {
-                "en": f"new to you, and it exercises '{m}', a mistake you made in {n} sessions",
-                "zh": f"你还没练过，而且它考查的“{m}”是你在 {n} 次练习中都犯过的错误"}, p)
+            return Recommendation(p.kata, both("schedule.new_with_mistake", mistake=m, n=n), p)
         p = new[0]
-        return Recommendation(p.kata, {"en": "the next kata you have not practised, in teaching order",
-                                       "zh": "按教学顺序，下一道你还没练过的题"}, p)
+        return Recommendation(p.kata, both("schedule.next_new"), p)
     if not plans:
         return None
     p = min(plans.values(), key=lambda p: p.due or now)
     wait = _days(p.due - now) if p.due else "0"
-    return Recommendation(p.kata, {"en": f"nothing is due; this one comes back first, in {wait} days",
-                                   "zh": f"目前没有到期的题；这一道最先到期，还有 {wait} 天"}, p)
+    return Recommendation(p.kata, both("schedule.nothing_due", wait=wait), p)

@@ -16,6 +16,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from attnkata.checker.errors import KataError
+from attnkata.checker.messages import msg
 
 # A cell whose file never loaded in the sandbox (syntax error, hang or crash at import) is
 # not run in the kernel either: a `while True` at the top of a cell would hang the kernel.
@@ -77,8 +78,7 @@ class KataMagics(Magics):
         if loaded:
             self.shell.run_cell(cell, store_history=False)
         else:
-            print("(not run in the kernel: it did not load in the sandbox)" if result.lang != "zh"
-                  else "（没有在内核中运行：它在沙箱里没能加载）")
+            print(msg("notebook.not_run", result.lang))
         return None
 
     def _command(self, line: str) -> None:

@@ -10,10 +10,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-_WORDS = {
-    "en": {"checking": "checking", "limit": "limit {call:g}s per call, {total:g}s in all", "diagnosis": "diagnosing"},
-    "zh": {"checking": "正在检查", "limit": "限时：每次调用 {call:g} 秒，总计 {total:g} 秒", "diagnosis": "正在诊断"},
-}
+from attnkata.checker.messages import msg
 
 
 class _Line:
@@ -24,11 +21,10 @@ class _Line:
 
     def __rich__(self) -> Text:
         o = self.owner
-        words = _WORDS.get(o.lang, _WORDS["en"])
-        current = words["diagnosis"] if o.current == "diagnosis" else o.current
-        text = Text(f"{words['checking']} {current}  ")
+        current = msg("progress.diagnosis", o.lang) if o.current == "diagnosis" else o.current
+        text = Text(f"{msg('progress.checking', o.lang)} {current}  ")
         text.append(f"{time.monotonic() - o.t0:.1f}s", style="bold")
-        text.append("  (" + words["limit"].format(call=o.call, total=o.total) + ")", style="dim")
+        text.append("  (" + msg("progress.limit", o.lang, call=o.call, total=o.total) + ")", style="dim")
         return text
 
 

@@ -8,31 +8,12 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from attnkata.checker.messages import msg
 from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks, localized
 from attnkata.checker.textsafe import clean, clean_data
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "skip": "dim"}
 STATUS_MARK = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
-LABELS = {
-    "en": {
-        "passed": "passed",
-        "diagnosis": "What went wrong",
-        "fix": "Fix",
-        "evidence": "Evidence",
-        "all_pass": "All required tests pass.",
-        "line": "line",
-        "isolation": "isolation",
-    },
-    "zh": {
-        "passed": "通过",
-        "diagnosis": "问题诊断",
-        "fix": "修改建议",
-        "evidence": "依据",
-        "all_pass": "所有必需测试均已通过。",
-        "line": "行",
-        "isolation": "隔离方式",
-    },
-}
 
 
 def isolation_line(result: Result) -> Text | None:
@@ -40,7 +21,7 @@ def isolation_line(result: Result) -> Text | None:
     iso = result.isolation
     if not iso:
         return None
-    label = LABELS.get(result.lang, LABELS["en"])["isolation"]
+    label = msg("render.isolation", result.lang)
     text = f"{label}: {iso.get('backend')}"
     if iso.get("namespaces"):
         text += f" ({', '.join(iso['namespaces'])}; {iso.get('uid')}; memory: {iso.get('memory')})"
@@ -48,20 +29,15 @@ def isolation_line(result: Result) -> Text | None:
         text += f" — {iso['note']}"
     lim = result.limits or {}
     if lim.get("call_timeout"):
-        words = LIMIT_WORDS.get(result.lang, LIMIT_WORDS["en"])
-        text += "\n" + words.format(call=lim["call_timeout"], total=lim.get("total_timeout", 0))
+        text += "\n" + msg("render.limit_words", result.lang, call=lim["call_timeout"],
+                            total=lim.get("total_timeout", 0))
     return Text(text, style="dim")
 
 
-LIMIT_WORDS = {
-    "en": "time limits: {call:g} s per call, {total:g} s in all (from the reference's own time; --timeout to change)",
-    "zh": "时间限制：每次调用 {call:g} 秒，总计 {total:g} 秒（按参考实现的耗时确定；可用 --timeout 修改）",
-}
 MAX_DIAGNOSTICS = 3
 
 
 def summary_line(result: Result) -> Text:
-    lang = LABELS.get(result.lang, LABELS["en"])
     counts = result.tier_counts()
     passed = sum(p for p, _ in counts.values())
     total = sum(t for _, t in counts.values())
@@ -72,7 +48,7 @@ def summary_line(result: Result) -> Text:
     )
     text.append(f"  {result.kata}  ")
     if total:
-        text.append(f"{passed}/{total} {lang['passed']} ({tiers})")
+        text.append(f"{passed}/{total} {msg('render.passed', result.lang)} ({tiers})")
     text.append(f"  {result.timings.get('total', 0):.1f}s", style="dim")
     return text
 
@@ -95,13 +71,12 @@ def test_table(result: Result) -> Table:
                 line.append("\n" + t.message, style="default")
             else:
                 line.append(
-                    "  " + SAME_AS.get(result.lang, SAME_AS["en"]).format(test=first), style="dim"
+                    "  " + msg("render.same_as", result.lang, test=first), style="dim"
                 )
         table.add_row(Text(STATUS_MARK.get(t.status, "?"), style=style), t.tier, line)
     return table
 
 
-SAME_AS = {"en": "(same message as {test})", "zh": "（信息同 {test}）"}
 
 
 def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -109,22 +84,6 @@ def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
     return sorted(diags, key=lambda d: rank.get(d.severity, 9))
 
 
-GRID_LABELS = {
-    "en": {
-        "caption": "which keys each query may attend (rows = queries, columns = keys; ■ attends, · not, ? NaN)",
-        "expected": "expected",
-        "got": "yours",
-        "heads": "KV head used by each query head",
-        "not_run": "(your code did not return a mask here)",
-    },
-    "zh": {
-        "caption": "每个查询能关注哪些键（行 = 查询，列 = 键；■ 关注，· 不关注，? NaN）",
-        "expected": "应为",
-        "got": "你的",
-        "heads": "每个查询头使用的 KV 头",
-        "not_run": "（你的代码在这里没有返回可画的结果）",
-    },
-}
 
 
 def _grid_text(grid: list[list[int | None]], other: list[list[int | None]] | None) -> Text:
@@ -147,37 +106,35 @@ def _grid_text(grid: list[list[int | None]], other: list[list[int | None]] | Non
 
 def mask_grids(data: dict, lang: str) -> Group:
     """The expected and the candidate's effective mask side by side; cells that differ in red."""
-    labels = GRID_LABELS.get(lang, GRID_LABELS["en"])
     expected, got = data["mask_expected"], data.get("mask_got")
     caption = (
-        localized(data["grid_caption"], lang) if data.get("grid_caption") else labels["caption"]
+        localized(data["grid_caption"], lang) if data.get("grid_caption") else msg("grid.caption", lang)
     )
     table = Table(box=None, show_edge=False, padding=(0, 3, 0, 0))
-    table.add_column(labels["expected"], no_wrap=True)
-    table.add_column(labels["got"], no_wrap=True)
-    right = _grid_text(got, expected) if got else Text(labels["not_run"], style="dim")
+    table.add_column(msg("grid.expected", lang), no_wrap=True)
+    table.add_column(msg("grid.got", lang), no_wrap=True)
+    right = _grid_text(got, expected) if got else Text(msg("grid.not_run", lang), style="dim")
     table.add_row(_grid_text(expected, None), right)
     return Group(Text(caption, style="dim"), table)
 
 
 def head_maps(data: dict, lang: str) -> Group:
     """Which KV head each query head read: expected row and the candidate's row."""
-    labels = GRID_LABELS.get(lang, GRID_LABELS["en"])
     expected, got = data["head_map_expected"], data.get("head_map_got") or []
     table = Table(box=None, show_edge=False, padding=(0, 1, 0, 0))
     table.add_column("", style="dim", no_wrap=True)
     for h in range(len(expected)):
         table.add_column(str(h), justify="right")
-    table.add_row(labels["expected"], *[str(x) for x in expected])
+    table.add_row(msg("grid.expected", lang), *[str(x) for x in expected])
     if got:
         table.add_row(
-            labels["got"],
+            msg("grid.got", lang),
             *[
                 Text(str(x), style="bold red" if i < len(expected) and x != expected[i] else "")
                 for i, x in enumerate(got)
             ],
         )
-    return Group(Text(labels["heads"], style="dim"), table)
+    return Group(Text(msg("grid.heads", lang), style="dim"), table)
 
 
 def picture_tables(data: dict, lang: str) -> list[Group]:
@@ -206,12 +163,11 @@ def picture_tables(data: dict, lang: str) -> list[Group]:
 
 
 def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel:
-    labels = LABELS.get(lang, LABELS["en"])
     parts: list = []
     if d.explanation:
         parts.append(Text(d.explanation))
     if d.fix:
-        parts.append(Text.assemble((f"{labels['fix']}: ", "bold"), d.fix))
+        parts.append(Text.assemble((f"{msg('render.fix', lang)}: ", "bold"), d.fix))
     refs = d.source[:3]
     for lo, hi, marked in excerpt_blocks(refs, len(source_lines)):
         parts.append(
@@ -227,14 +183,14 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
         )
     for ref in refs:
         if not (source_lines and 0 < ref.line <= len(source_lines)) and ref.text:
-            parts.append(Text(f"{labels['line']} {ref.line}: {ref.text}", style="cyan"))
+            parts.append(Text(f"{msg('render.line', lang)} {ref.line}: {ref.text}", style="cyan"))
     if d.data.get("mask_expected"):
         parts.append(mask_grids(d.data, lang))
     if d.data.get("head_map_expected"):
         parts.append(head_maps(d.data, lang))
     parts.extend(picture_tables(d.data, lang))
     if d.evidence:
-        parts.append(Text(f"{labels['evidence']}: " + "; ".join(d.evidence), style="dim"))
+        parts.append(Text(f"{msg('render.evidence', lang)}: " + "; ".join(d.evidence), style="dim"))
     if d.link:
         parts.append(Text(f"→ {d.link}", style="dim"))
     color = {
@@ -260,7 +216,6 @@ def render_result(console: Console, result: Result, source: str | None = None) -
     is shown without control characters, whatever the console (textsafe.py)."""
     result = clean_data(result)
     lines = clean(source).splitlines() if source else []
-    labels = LABELS.get(result.lang, LABELS["en"])
     console.print(summary_line(result))
     console.print(Text(result.solution, style="dim"))
     iso = isolation_line(result)
@@ -270,8 +225,8 @@ def render_result(console: Console, result: Result, source: str | None = None) -
         console.print(test_table(result))
     diags = ordered(result.diagnostics)[:MAX_DIAGNOSTICS]
     if diags:
-        console.print(Text(labels["diagnosis"], style="bold"))
+        console.print(Text(msg("render.diagnosis", result.lang), style="bold"))
         for d in diags:
             console.print(diagnostic_panel(d, lines, result.lang))
     elif result.passed:
-        console.print(Text(labels["all_pass"], style="green"))
+        console.print(Text(msg("render.all_pass", result.lang), style="green"))

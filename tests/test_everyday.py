@@ -326,11 +326,11 @@ def test_clipped_messages_end_on_a_word_boundary():
 
 
 def test_a_long_test_message_in_feedback_ends_on_a_word_boundary():
-    from attnkata.checker.sets.report import L10N, MAX_FEEDBACK_MESSAGE, failed_test_line
+    from attnkata.checker.sets.report import MAX_FEEDBACK_MESSAGE, failed_test_line
 
     message = "your output differs from the reference where the mask is all False " * 10
     line = failed_test_line({"id": "core::test_x", "tier": "core", "status": "fail", "message": message},
-                            L10N["en"])
+                            "en")
     shown = line.split(": ", 1)[1]
     assert shown.endswith("…") and len(shown) <= MAX_FEEDBACK_MESSAGE
     assert message.startswith(shown[:-1]) and message[len(shown) - 1] == " "

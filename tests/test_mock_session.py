@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attnkata.checker import catalog, store
+from attnkata.checker.messages import msg
 from attnkata.checker.mock import followups, scorecard
 from attnkata.checker.mock import session as sess
 from attnkata.cli.app import app
@@ -223,7 +224,7 @@ def test_model_answers_appear_only_once_answered_and_mid_session_mistakes_stay(t
     pending = json.loads(kata("mock", "submit", "--no-interactive", "--json").stdout)
     assert pending["followups"]["pending"] == 3
     assert all(q["model_answer"] is None for q in pending["followups"]["questions"])
-    model_label = scorecard.LABELS["en"]["model"]
+    model_label = msg("scorecard.model", "en")
     assert model_label not in kata("mock", "card").output
     for md in (tmp_path / "session").glob("*.md"):
         assert model_label not in md.read_text(encoding="utf-8"), md

@@ -187,7 +187,7 @@ def test_verdict_rules(passed, total, fu, hints, verdict):
     got, rule = scorecard.decide([{"passed": p} for p in passed], total, fu, hints)
     assert got == verdict
     assert rule["en"].startswith(verdict + ":") and f"{total:.0f}" in rule["en"]
-    assert rule["zh"].startswith(scorecard.VERDICT_NAMES[verdict])
+    assert rule["zh"].startswith(scorecard.verdict_name(verdict, "zh"))
 
 
 # -- the session on disk ------------------------------------------------------------------------

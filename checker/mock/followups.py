@@ -18,7 +18,7 @@ from typing import Any
 from attnkata.checker.arith import ArithmeticError_, evaluate
 from attnkata.checker.catalog import FollowUp, Kata
 from attnkata.checker.errors import UsageError
-from attnkata.checker.mock.text import both
+from attnkata.checker.messages import both
 
 MAX_POINTS = 2
 PER_PROBLEM = 3  # an interviewer asks a few questions per problem, not the whole list
@@ -110,11 +110,11 @@ def parse_number(raw: Any, unit: str = "") -> float:
     if len(s) > 1 and s[-1].lower() in _SUFFIX and (s[-2].isdigit() or s[-2] in ".)"):
         mult, s = _SUFFIX[s[-1].lower()], s[:-1]
     if not s:
-        raise AnswerError("ans_empty")
+        raise AnswerError("mock.ans_empty")
     try:
         return evaluate(s, {}) * mult
     except (ArithmeticError_, ZeroDivisionError, OverflowError, TypeError):
-        raise AnswerError("ans_not_number", raw=str(raw)) from None
+        raise AnswerError("mock.ans_not_number", raw=str(raw)) from None
 
 
 def _index(token: str, n: int) -> int:
@@ -124,9 +124,9 @@ def _index(token: str, n: int) -> int:
     elif tok.isdigit():
         idx = int(tok) - 1
     else:
-        raise AnswerError("ans_bad_label", token=token, last=LETTERS[n - 1])
+        raise AnswerError("mock.ans_bad_label", token=token, last=LETTERS[n - 1])
     if not 0 <= idx < n:
-        raise AnswerError("ans_bad_label", token=token, last=LETTERS[n - 1])
+        raise AnswerError("mock.ans_bad_label", token=token, last=LETTERS[n - 1])
     return idx
 
 
@@ -149,7 +149,7 @@ def parse_order(q: dict[str, Any], raw: Any) -> list[int]:
         tokens = list(tokens[0])  # "cabed"
     order = [_index(x, n) for x in tokens]
     if sorted(order) != list(range(n)):
-        raise AnswerError("ans_not_permutation", n=n, last=LETTERS[n - 1])
+        raise AnswerError("mock.ans_not_permutation", n=n, last=LETTERS[n - 1])
     return order
 
 
@@ -157,9 +157,9 @@ def parse_rating(raw: Any) -> int:
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise AnswerError("ans_bad_rating") from None
+        raise AnswerError("mock.ans_bad_rating") from None
     if value not in (0, 1, 2):
-        raise AnswerError("ans_bad_rating")
+        raise AnswerError("mock.ans_bad_rating")
     return value
 
 
@@ -182,7 +182,7 @@ def grade(q: dict[str, Any], raw: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"id": q["id"], "max": MAX_POINTS, "points": 0, "given": raw,
                            "expected": {lang: expected_text(q, lang) for lang in ("en", "zh")}}
     if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return out | {"status": "unanswered", "feedback": both("fb_unanswered")}
+        return out | {"status": "unanswered", "feedback": both("mock.fb_unanswered")}
     try:
         return out | _grade(q, raw)
     except AnswerError as exc:
@@ -195,29 +195,29 @@ def _grade(q: dict[str, Any], raw: Any) -> dict[str, Any]:
         given, expected = parse_number(raw, q["unit"]), q["expected"]
         rel = abs(given - expected) / max(abs(expected), 1e-12)
         if rel <= q["tolerance"]:
-            return {"points": 2, "status": "correct", "feedback": both("fb_correct")}
+            return {"points": 2, "status": "correct", "feedback": both("mock.fb_correct")}
         if rel <= CLOSE:
-            return {"points": 1, "status": "partial", "feedback": both("fb_close", pct=f"{rel:.1%}")}
+            return {"points": 1, "status": "partial", "feedback": both("mock.fb_close", pct=f"{rel:.1%}")}
         ratio = given / expected if expected else 0.0
-        for factor, key in ((2.0, "fb_factor2"), (1024.0, "fb_units"), (1000.0, "fb_units")):
+        for factor, key in ((2.0, "mock.fb_factor2"), (1024.0, "mock.fb_units"), (1000.0, "mock.fb_units")):
             for k in (1, 2, 3) if factor > 2 else (1,):
                 f = factor ** k
                 if any(abs(ratio - r) / r <= max(q["tolerance"], 1e-3) for r in (f, 1 / f)):
                     return {"points": 0, "status": "wrong", "feedback": both(key)}
-        return {"points": 0, "status": "wrong", "feedback": both("fb_wrong")}
+        return {"points": 0, "status": "wrong", "feedback": both("mock.fb_wrong")}
     if kind == "choice":
         idx = parse_choice(q, raw)
         ok = idx == q["correct"]
         return {"points": 2 if ok else 0, "status": "correct" if ok else "wrong", "choice": idx,
-                "feedback": both("fb_correct" if ok else "fb_wrong")}
+                "feedback": both("mock.fb_correct" if ok else "mock.fb_wrong")}
     if kind == "order":
         order = parse_order(q, raw)
         right = sum(a == b for a, b in zip(order, q["order"], strict=True))
         if right == len(order):
-            return {"points": 2, "status": "correct", "feedback": both("fb_correct")}
+            return {"points": 2, "status": "correct", "feedback": both("mock.fb_correct")}
         if right == len(order) - 2:  # exactly two items swapped
-            return {"points": 1, "status": "partial", "feedback": both("fb_one_swap")}
-        return {"points": 0, "status": "wrong", "feedback": both("fb_wrong")}
+            return {"points": 1, "status": "partial", "feedback": both("mock.fb_one_swap")}
+        return {"points": 0, "status": "wrong", "feedback": both("mock.fb_wrong")}
     # open: the candidate compares with the model answer and rates themselves
     text, rating = raw, None
     if isinstance(raw, dict):
@@ -225,10 +225,10 @@ def _grade(q: dict[str, Any], raw: Any) -> dict[str, Any]:
     elif (isinstance(raw, int) and not isinstance(raw, bool)) or str(raw).strip() in ("0", "1", "2"):
         text, rating = "", raw
     if rating is None:
-        return {"points": 0, "status": "unrated", "answer_text": str(text), "feedback": both("fb_unrated")}
+        return {"points": 0, "status": "unrated", "answer_text": str(text), "feedback": both("mock.fb_unrated")}
     rating = parse_rating(rating)
     return {"points": rating, "status": "rated", "answer_text": str(text or ""),
-            "feedback": both("fb_rated", n=rating)}
+            "feedback": both("mock.fb_rated", n=rating)}
 
 
 def load_answers(path: Path) -> dict[str, Any]:

@@ -19,35 +19,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from attnkata.checker.errors import UsageError
+from attnkata.checker.messages import msg
 from attnkata.checker.mock import session as sess
 from attnkata.checker.mock.scorecard import HINT_COST
 from attnkata.checker.mock.session import Session
 
 QUIT, SUBMIT, DEADLINE, ELSEWHERE = "quit", "submit", "deadline", "elsewhere"
-
-SCREEN_TEXT: dict[str, tuple[str, str]] = {
-    "checking": ("Checking {kata}…", "正在检查 {kata}…"),
-    "queued": ("{kata} will be checked after the current check.", "当前检查结束后会检查 {kata}。"),
-    "unchanged": ("{kata}: no change since the last check.", "{kata}：自上次检查以来没有改动。"),
-    "hint_confirm": ("A hint costs {cost} points. Press h again to see it.",
-                     "每个提示扣 {cost} 分。再按一次 h 查看。"),
-    "no_more_hints": ("No more hints for {kata}.", "{kata} 没有更多提示了。"),
-    "hint": ("Hint for {kata} ({n} used, -{cost} points each)", "{kata} 的提示（已用 {n} 个，每个扣 {cost} 分）"),
-    "submit_confirm": ("Press s again to submit now ({left} left). Any other key cancels.",
-                       "再按一次 s 立即交卷（还剩 {left}）。按其他键取消。"),
-    "help": ("c check · v read the statement · h hint (costs points) · n/p or 1-3 choose a problem · "
-             "s submit · q leave (the clock keeps running; `kata mock resume`)",
-             "c 检查 · v 阅读题面 · h 提示（扣分）· n/p 或 1-3 选择题目 · s 交卷 · q 离开"
-             "（计时继续；用 `kata mock resume` 回来）"),
-    "grader_failed": ("The check could not run: {error}", "检查无法运行：{error}"),
-    "file_missing": ("{file} is missing: restore it and save.", "{file} 不见了：请恢复后保存。"),
-}
-
-
-def st(key: str, lang: str, **params: object) -> str:
-    en, zh = SCREEN_TEXT[key]
-    return (zh if lang == "zh" else en).format(**params)
-
 
 def clock_text(seconds: float) -> str:
     seconds = max(0, int(seconds))
@@ -284,13 +261,13 @@ class Controller:
             else:
                 self.confirm = "s"
                 left = clock_text(self.s.remaining())
-                self.message = Message(st("submit_confirm", self.lang, left=left), style="yellow")
+                self.message = Message(msg("mock.screen.submit_confirm", self.lang, left=left), style="yellow")
         elif key == "h":
             if confirm == "h":
                 self.hint()
             else:
                 self.confirm = "h"
-                self.message = Message(st("hint_confirm", self.lang, cost=HINT_COST), style="yellow")
+                self.message = Message(msg("mock.screen.hint_confirm", self.lang, cost=HINT_COST), style="yellow")
         elif key == "c":
             self.check(self.selected)
         elif key in ("n", "down", "right", "\t"):
@@ -305,7 +282,7 @@ class Controller:
         elif key == "v":
             self.view = self.s.problems[self.selected].statement
         elif key == "?":
-            self.message = Message(st("help", self.lang))
+            self.message = Message(msg("mock.screen.help", self.lang))
         elif confirm is not None:
             self.message = None  # any other key cancels a pending confirmation
 
@@ -325,29 +302,29 @@ class Controller:
         if self.checking is not None:
             if p.kata != self.checking and p.kata not in self.queued:
                 self.queued.append(p.kata)
-            self.message = Message(st("queued", self.lang, kata=p.kata), style="dim")
+            self.message = Message(msg("mock.screen.queued", self.lang, kata=p.kata), style="dim")
             return
         try:
             with sess.mutate(self.folder) as s:
                 path = sess.take_checkpoint(s, s.problems[index], sess.now())
         except UsageError:
-            self.message = Message(st("file_missing", self.lang, file=p.file), style="red")
+            self.message = Message(msg("mock.screen.file_missing", self.lang, file=p.file), style="red")
             return
         self.s = s
         self._stamp = self._mtime()
         self.checking = p.kata
         self.grader.submit(p.kata, path, self.lang)
-        self.message = Message(st("checking", self.lang, kata=p.kata), style="dim")
+        self.message = Message(msg("mock.screen.checking", self.lang, kata=p.kata), style="dim")
 
     def hint(self) -> None:
         kata = self.s.problems[self.selected].kata
         got = sess.take_hint(self.folder, kata)
         self._reload()
         if got is None:
-            self.message = Message(st("no_more_hints", self.lang, kata=kata), style="yellow")
+            self.message = Message(msg("mock.screen.no_more_hints", self.lang, kata=kata), style="yellow")
             return
         p, _, text = got
-        self.message = Message(st("hint", self.lang, kata=kata, n=len(p.hints), cost=HINT_COST), text, "cyan")
+        self.message = Message(msg("mock.screen.hint", self.lang, kata=kata, n=len(p.hints), cost=HINT_COST), text, "cyan")
 
     def submit(self, reason: str = "manual") -> None:
         with sess.mutate(self.folder) as s:
@@ -371,7 +348,7 @@ class Controller:
             if kata is None:
                 continue
             if not reply.get("ok"):
-                self.message = Message(st("grader_failed", self.lang, error=reply.get("error")), style="red")
+                self.message = Message(msg("mock.screen.grader_failed", self.lang, error=reply.get("error")), style="red")
                 continue
             result = reply["result"]
             with sess.mutate(self.folder) as s:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from attnkata.checker import catalog
 from attnkata.checker.catalog import Kata
 from attnkata.checker.errors import UsageError
+from attnkata.checker.messages import both, msg
 from attnkata.checker.store import KataStats
 
 MAX_PROBLEMS = 3
@@ -26,22 +27,30 @@ class Pick:
 def weigh(k: Kata, stats: KataStats | None, mistakes: dict[str, int]) -> tuple[float, dict[str, str]]:
     """The kata's weight and the reason, in both languages."""
     if stats is None or stats.attempts == 0:
-        weight, en, zh = W_NEW, "not done yet", "还没做过"
+        weight, key = W_NEW, "mock.pick.new"
     elif stats.passes == 0:
-        weight, en, zh = W_FAILING, f"attempted {stats.attempts}x, not passed yet", f"尝试过 {stats.attempts} 次，尚未通过"
+        weight, key = W_FAILING, "mock.pick.failing"
     else:
-        weight, en, zh = W_PASSED, "passed before", "以前通过过"
+        weight, key = W_PASSED, "mock.pick.passed"
+    attempts = stats.attempts if stats else 0
     # Mistakes this kata tests that the candidate made anywhere: practising them again is the point.
+    extra: list[tuple[str, list[str] | int]] = []
     seen = sorted((m for m in k.mistakes if mistakes.get(m)), key=lambda m: -mistakes[m])
     if seen:
         weight += min(3.0, sum(mistakes[m] for m in seen) / 3)
-        en += "; tests mistakes you have made: " + ", ".join(seen[:3])
-        zh += "；考察你犯过的错误：" + "、".join(seen[:3])
+        extra.append(("mock.pick.mistakes", seen[:3]))
     if stats is not None and stats.hints >= 2:
         weight += 0.5
-        en += f"; you needed {stats.hints} hints"
-        zh += f"；你用过 {stats.hints} 次提示"
-    return weight, {"en": en, "zh": zh}
+        extra.append(("mock.pick.hints", stats.hints))
+
+    def reason(lang: str) -> str:
+        text = msg(key, lang, n=attempts)
+        for part, v in extra:
+            text += (msg(part, lang, mistakes=msg("list_sep", lang).join(v)) if isinstance(v, list)
+                     else msg(part, lang, n=v))
+        return text
+
+    return weight, {lang: reason(lang) for lang in catalog.LANGS}
 
 
 def candidates(difficulty: str | None = None) -> list[Kata]:
@@ -88,4 +97,4 @@ def chosen_by_user(names: list[str]) -> list[Pick]:
     picks = [catalog.get_kata(n) for n in names]
     if len({k.id for k in picks}) != len(picks):
         raise UsageError("--katas lists a kata twice")
-    return [Pick(k, 1.0, {"en": "chosen by you", "zh": "你指定的题目"}) for k in picks]
+    return [Pick(k, 1.0, both("mock.chosen_by_you")) for k in picks]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from attnkata.checker.messages import both, msg, phrase
 from attnkata.checker.mock import session as sess
 from attnkata.checker.mock.followups import LETTERS, MAX_POINTS
 from attnkata.checker.mock.session import Session
@@ -28,41 +29,17 @@ STRONG_TOTAL, HIRE_TOTAL, LEAN_TOTAL = 85, 70, 50
 STRONG_FOLLOWUPS, STRONG_MAX_HINTS = 75, 1
 VERDICTS = ("strong hire", "hire", "lean no", "no hire")
 
-SCALE = {
-    "en": [
-        f"strong hire: every problem passes its required tiers, total >= {STRONG_TOTAL}, "
-        f"follow-ups >= {STRONG_FOLLOWUPS}% and at most {STRONG_MAX_HINTS} hint",
-        f"hire: every problem passes its required tiers and total >= {HIRE_TOTAL}",
-        f"lean no: total >= {LEAN_TOTAL}, or at least one problem passes",
-        "no hire: otherwise",
-    ],
-    "zh": [
-        f"强烈推荐录用：每道题都通过必需层级，总分 >= {STRONG_TOTAL}，追问 >= {STRONG_FOLLOWUPS}%，"
-        f"提示不超过 {STRONG_MAX_HINTS} 次",
-        f"推荐录用：每道题都通过必需层级，且总分 >= {HIRE_TOTAL}",
-        f"倾向不录用：总分 >= {LEAN_TOTAL}，或至少一道题通过",
-        "不录用：其他情况",
-    ],
-}
-SCORING = {
-    "en": [
-        "Per problem: tests passed per tier, weighted core 60 / edge 30 / efficient 10 over the tiers "
-        f"the kata has, minus {HINT_COST} points per hint (not below 0); an untouched skeleton scores 0.",
-        f"Coding = mean over problems. Total = {CODING_SHARE:.0%} coding + {1 - CODING_SHARE:.0%} "
-        "follow-ups (coding alone when there were no follow-ups).",
-        "Follow-ups: 2 points each; numeric within tolerance 2 (within 10%: 1), choice 2, order 2 "
-        "(two items swapped: 1), open questions self-rated 0-2.",
-    ],
-    "zh": [
-        "每道题：按层级统计通过的测试，权重 core 60 / edge 30 / efficient 10（只算该题有的层级），"
-        f"每用一次提示扣 {HINT_COST} 分（最低 0 分）；没改动的骨架代码得 0 分。",
-        f"编码分 = 各题平均。总分 = {CODING_SHARE:.0%} 编码分 + {1 - CODING_SHARE:.0%} 追问分"
-        "（没有追问时只算编码分）。",
-        "追问：每题 2 分；数值题在容差内得 2 分（误差 10% 内得 1 分），选择题 2 分，排序题 2 分"
-        "（恰好两项颠倒得 1 分），开放题自评 0-2 分。",
-    ],
-}
-VERDICT_NAMES = {"strong hire": "强烈推荐录用", "hire": "推荐录用", "lean no": "倾向不录用", "no hire": "不录用"}
+# The numbers the scale, the scoring text and the rules quote.
+_LIMITS = {"strong_total": STRONG_TOTAL, "hire_total": HIRE_TOTAL, "lean_total": LEAN_TOTAL,
+           "strong_followups": STRONG_FOLLOWUPS, "strong_max_hints": STRONG_MAX_HINTS}
+LANGS = ("en", "zh")
+SCALE = {lang: [msg(f"scorecard.scale.{v.replace(' ', '_')}", lang, **_LIMITS) for v in VERDICTS]
+         for lang in LANGS}
+SCORING = {lang: [msg("scorecard.scoring.problem", lang, hint_cost=HINT_COST),
+                  msg("scorecard.scoring.total", lang, coding_share=CODING_SHARE,
+                      followup_share=1 - CODING_SHARE),
+                  msg("scorecard.scoring.followups", lang)]
+           for lang in LANGS}
 
 
 def tier_score(tiers: dict[str, list[int]]) -> float:
@@ -157,37 +134,17 @@ def decide(problems: list[dict[str, Any]], total: float, followups: float | None
     n, n_pass = len(problems), sum(p["passed"] for p in problems)
     all_pass = n > 0 and n_pass == n
     fu_ok = followups is None or followups >= STRONG_FOLLOWUPS
-    fu_en = "no follow-ups" if followups is None else f"follow-ups {followups:.0f}%"
-    fu_zh = "无追问" if followups is None else f"追问 {followups:.0f}%"
+    fu = (phrase("scorecard.rule.no_followups") if followups is None
+          else phrase("scorecard.rule.followups", pct=followups))
+    numbers = dict(_LIMITS, n=n, total=total, hints=hints, fu=fu)
     if all_pass and total >= STRONG_TOTAL and fu_ok and hints <= STRONG_MAX_HINTS:
-        return "strong hire", {
-            "en": f"strong hire: all {n} problem(s) pass, total {total:.0f} >= {STRONG_TOTAL}, "
-                  f"{fu_en}, {hints} hint(s) <= {STRONG_MAX_HINTS}",
-            "zh": f"强烈推荐录用：{n} 道题全部通过，总分 {total:.0f} >= {STRONG_TOTAL}，{fu_zh}，"
-                  f"提示 {hints} 次 <= {STRONG_MAX_HINTS}",
-        }
+        return "strong hire", both("scorecard.rule.strong_hire", **numbers)
     if all_pass and total >= HIRE_TOTAL:
-        return "hire", {
-            "en": f"hire: all {n} problem(s) pass and total {total:.0f} >= {HIRE_TOTAL} (strong hire also "
-                  f"needs total >= {STRONG_TOTAL}, follow-ups >= {STRONG_FOLLOWUPS}%, <= {STRONG_MAX_HINTS} hint; "
-                  f"here: {fu_en}, {hints} hint(s))",
-            "zh": f"推荐录用：{n} 道题全部通过且总分 {total:.0f} >= {HIRE_TOTAL}（强烈推荐还需总分 >= "
-                  f"{STRONG_TOTAL}、追问 >= {STRONG_FOLLOWUPS}%、提示不超过 {STRONG_MAX_HINTS} 次；本场：{fu_zh}，"
-                  f"提示 {hints} 次）",
-        }
+        return "hire", both("scorecard.rule.hire", **numbers)
     if total >= LEAN_TOTAL or n_pass >= 1:
-        why_en = f"{n_pass} of {n} problem(s) pass" + ("" if all_pass else ", so not hire")
-        why_zh = f"{n} 道题中通过 {n_pass} 道" + ("" if all_pass else "，所以不是推荐录用")
-        return "lean no", {
-            "en": f"lean no: {why_en}; total {total:.0f} (>= {LEAN_TOTAL} or a problem passes; "
-                  f"hire needs every problem passing and total >= {HIRE_TOTAL})",
-            "zh": f"倾向不录用：{why_zh}；总分 {total:.0f}（>= {LEAN_TOTAL} 或至少一道题通过；"
-                  f"推荐录用需所有题通过且总分 >= {HIRE_TOTAL}）",
-        }
-    return "no hire", {
-        "en": f"no hire: no problem passes and total {total:.0f} < {LEAN_TOTAL}",
-        "zh": f"不录用：没有题目通过，且总分 {total:.0f} < {LEAN_TOTAL}",
-    }
+        why = phrase("scorecard.rule.why" if all_pass else "scorecard.rule.why_not_hire", n_pass=n_pass, n=n)
+        return "lean no", both("scorecard.rule.lean_no", **numbers, why=why)
+    return "no hire", both("scorecard.rule.no_hire", **numbers)
 
 
 def build(s: Session) -> dict[str, Any]:
@@ -225,38 +182,6 @@ def build(s: Session) -> dict[str, Any]:
 
 
 # -- Markdown ---------------------------------------------------------------------------
-LABELS = {
-    "en": {
-        "title": "Mock interview scorecard", "session": "Session", "date": "Date", "time": "Time used",
-        "of": "of", "min": "min", "manual": "submitted by you", "deadline": "submitted at the deadline",
-        "verdict": "Verdict", "pending": "pending: answer the follow-up questions (`kata mock resume` "
-        "or `kata mock answer --answers FILE`)", "rule": "Rule applied", "total": "total",
-        "coding": "coding", "followups": "follow-ups", "problems": "Problems", "problem": "Problem",
-        "status": "Status", "ttp": "Time to first pass", "hints": "Hints", "score": "Score",
-        "mistakes": "Diagnosed mistakes", "none": "none", "notes": "Notes",
-        "fu_title": "Follow-up questions", "question": "Question", "answer": "Your answer",
-        "expected": "Expected", "points": "Points", "model": "Model answer", "scale": "Verdict scale",
-        "fixed": "fixed before the end",
-        "scoring": "How the score is computed", "not_attempted": "not attempted", "pts": "points",
-        "no_questions": "No follow-up questions (no problem was attempted).", "failed": "failing tests",
-        "tests": "tests",
-    },
-    "zh": {
-        "title": "模拟面试评分卡", "session": "场次", "date": "日期", "time": "用时",
-        "of": "/", "min": "分钟", "manual": "你主动交卷", "deadline": "到时自动交卷",
-        "verdict": "结论", "pending": "待定：请先回答追问（`kata mock resume` 或 "
-        "`kata mock answer --answers FILE`）", "rule": "适用规则", "total": "总分",
-        "coding": "编码", "followups": "追问", "problems": "题目", "problem": "题目",
-        "status": "状态", "ttp": "首次通过用时", "hints": "提示", "score": "得分",
-        "mistakes": "诊断出的错误", "none": "无", "notes": "备注",
-        "fu_title": "追问", "question": "问题", "answer": "你的回答",
-        "expected": "参考答案", "points": "得分", "model": "参考答案", "scale": "结论标准",
-        "fixed": "结束前已改正",
-        "scoring": "计分方式", "not_attempted": "未作答", "pts": "分",
-        "no_questions": "没有追问（没有作答任何题目）。", "failed": "未通过的测试",
-        "tests": "测试",
-    },
-}
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -269,7 +194,7 @@ def fmt_duration(seconds: float | None) -> str:
 def verdict_name(verdict: str | None, lang: str) -> str:
     if verdict is None:
         return "-"
-    return VERDICT_NAMES[verdict] if lang == "zh" else verdict
+    return msg(f"scorecard.verdict.{verdict.replace(' ', '_')}", lang)
 
 
 def tiers_text(tiers: dict[str, list[int]]) -> str:
@@ -296,60 +221,59 @@ def _cell(text: str) -> str:
 
 def to_markdown(card: dict[str, Any], lang: str | None = None) -> str:
     lang = lang or card["lang"]
-    L = LABELS[lang]
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(card["started"]))
-    how = L["deadline"] if card["submit_reason"] == "deadline" else L["manual"]
+    how = msg("scorecard.deadline", lang) if card["submit_reason"] == "deadline" else msg("scorecard.manual", lang)
     lines = [
-        f"# {L['title']}", "",
-        f"- {L['session']}: `{card['session']}`",
-        f"- {L['date']}: {when}",
-        f"- {L['time']}: {card['minutes_used']} {L['of']} {card['minutes']} {L['min']} ({how})",
+        f"# {msg('scorecard.title', lang)}", "",
+        f"- {msg('scorecard.session', lang)}: `{card['session']}`",
+        f"- {msg('scorecard.date', lang)}: {when}",
+        f"- {msg('scorecard.time', lang)}: {card['minutes_used']} {msg('scorecard.of', lang)} {card['minutes']} {msg('scorecard.min', lang)} ({how})",
         "",
     ]
     fu = card["followups"]
     fu_pct = "-" if fu["percent"] is None else f"{fu['percent']:.0f}%"
     if card["final"]:
-        lines += [f"## {L['verdict']}: **{verdict_name(card['verdict'], lang).upper()}**", "",
-                  f"{L['total']} {card['total']:.0f}/100 ({L['coding']} {card['coding']:.0f}, "
-                  f"{L['followups']} {fu_pct})", "",
-                  f"> {L['rule']}: {card['rule'][lang]}", ""]
+        lines += [f"## {msg('scorecard.verdict', lang)}: **{verdict_name(card['verdict'], lang).upper()}**", "",
+                  f"{msg('scorecard.total', lang)} {card['total']:.0f}/100 ({msg('scorecard.coding', lang)} {card['coding']:.0f}, "
+                  f"{msg('scorecard.followups', lang)} {fu_pct})", "",
+                  f"> {msg('scorecard.rule', lang)}: {card['rule'][lang]}", ""]
     else:
-        lines += [f"## {L['verdict']}: {L['pending']}", "",
-                  f"{L['coding']} {card['coding']:.0f}/100", ""]
-    lines += [f"## {L['problems']}", "",
-              f"| {L['problem']} | {L['status']} | {L['tests']} | {L['ttp']} | {L['hints']} | {L['score']} |",
+        lines += [f"## {msg('scorecard.verdict', lang)}: {msg('scorecard.pending', lang)}", "",
+                  f"{msg('scorecard.coding', lang)} {card['coding']:.0f}/100", ""]
+    lines += [f"## {msg('scorecard.problems', lang)}", "",
+              f"| {msg('scorecard.problem', lang)} | {msg('scorecard.status', lang)} | {msg('scorecard.tests', lang)} | {msg('scorecard.ttp', lang)} | {msg('scorecard.hints', lang)} | {msg('scorecard.score', lang)} |",
               "|---|---|---|---|---|---|"]
     for p in card["problems"]:
-        status = p["status"] if p["attempted"] else f"{p['status']} ({L['not_attempted']})"
+        status = p["status"] if p["attempted"] else f"{p['status']} ({msg('scorecard.not_attempted', lang)})"
         penalty = f" (-{p['hint_penalty']})" if p["hint_penalty"] else ""
         lines.append(f"| {_cell(p['title'][lang])} (`{p['kata']}`) | {status} | {tiers_text(p['tiers'])} | "
                      f"{fmt_duration(p['time_to_first_pass'])} | {p['hints']} | {p['score']:.0f}{penalty} |")
-    lines += ["", f"### {L['mistakes']}", ""]
+    lines += ["", f"### {msg('scorecard.mistakes', lang)}", ""]
     for p in card["problems"]:
         found = ", ".join(f"`{m['id']}`" + (f" ({m['title']})" if m["title"] else "")
-                          + (f" ({L['fixed']})" if m.get("fixed") else "") for m in p["mistakes"])
-        lines.append(f"- `{p['kata']}`: {found or L['none']}")
+                          + (f" ({msg('scorecard.fixed', lang)})" if m.get("fixed") else "") for m in p["mistakes"])
+        lines.append(f"- `{p['kata']}`: {found or msg('scorecard.none', lang)}")
         if p["failed_tests"] and p["attempted"]:
             tests = ", ".join(f"`{x}`" for x in p["failed_tests"][:8])
             more = f" (+{len(p['failed_tests']) - 8})" if len(p["failed_tests"]) > 8 else ""
-            lines.append(f"  - {L['failed']}: {tests}{more}")
+            lines.append(f"  - {msg('scorecard.failed', lang)}: {tests}{more}")
     notes = [p for p in card["problems"] if p["note"]]
     if notes:
-        lines += ["", f"### {L['notes']}", ""] + [f"- `{p['kata']}`: {p['note']}" for p in notes]
-    lines += ["", f"## {L['fu_title']} ({fu['points']}/{fu['max']} {L['pts']}, {fu_pct})", ""]
+        lines += ["", f"### {msg('scorecard.notes', lang)}", ""] + [f"- `{p['kata']}`: {p['note']}" for p in notes]
+    lines += ["", f"## {msg('scorecard.fu_title', lang)} ({fu['points']}/{fu['max']} {msg('scorecard.pts', lang)}, {fu_pct})", ""]
     if not fu["questions"]:
-        lines.append(L["no_questions"])
+        lines.append(msg("scorecard.no_questions", lang))
     for i, q in enumerate(fu["questions"], 1):
         lines.append(f"{i}. **{q['prompt'][lang]}** (`{q['id']}`, {q['kind']})")
         for j, opt in enumerate(q["options"]):
             lines.append(f"   - {LETTERS[j]}) {opt[lang]}")
-        lines.append(f"   - {L['answer']}: {given_text(q)}")
+        lines.append(f"   - {msg('scorecard.answer', lang)}: {given_text(q)}")
         if q["expected"] and q["kind"] != "open":
-            lines.append(f"   - {L['expected']}: {q['expected'][lang]}")
+            lines.append(f"   - {msg('scorecard.expected', lang)}: {q['expected'][lang]}")
         if q["model_answer"]:
-            lines.append(f"   - {L['model']}: {q['model_answer'][lang]}")
+            lines.append(f"   - {msg('scorecard.model', lang)}: {q['model_answer'][lang]}")
         fb = q["feedback"][lang] if q["feedback"] else ""
-        lines.append(f"   - {L['points']}: {q['points']}/{q['max']} {fb}".rstrip())
-    lines += ["", f"## {L['scoring']}", ""] + [f"- {x}" for x in card["scoring"][lang]]
-    lines += ["", f"## {L['scale']}", ""] + [f"- {x}" for x in card["scale"][lang]]
+        lines.append(f"   - {msg('scorecard.points', lang)}: {q['points']}/{q['max']} {fb}".rstrip())
+    lines += ["", f"## {msg('scorecard.scoring', lang)}", ""] + [f"- {x}" for x in card["scoring"][lang]]
+    lines += ["", f"## {msg('scorecard.scale', lang)}", ""] + [f"- {x}" for x in card["scale"][lang]]
     return "\n".join(lines) + "\n"

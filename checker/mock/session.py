@@ -26,7 +26,7 @@ from typing import Any
 from attnkata.checker import catalog, store
 from attnkata.checker.catalog import Kata
 from attnkata.checker.errors import UsageError
-from attnkata.checker.mock.text import t
+from attnkata.checker.messages import both, msg
 
 SESSION_VERSION = 1
 NOW_ENV = "KATA_MOCK_NOW"
@@ -126,7 +126,7 @@ class Session:
             if p.kata == norm:
                 return p
         names = ", ".join(p.kata for p in self.problems)
-        raise UsageError(t("not_in_session", self.lang, kata=kata, id=self.id, katas=names))
+        raise UsageError(msg("mock.not_in_session", self.lang, kata=kata, id=self.id, katas=names))
 
     # -- time --------------------------------------------------------------------
     def remaining(self, at: float | None = None) -> float:
@@ -282,20 +282,20 @@ def find(session_id: str | None = None, lang: str = "en") -> Session:
             found = conn.execute("SELECT * FROM mock_sessions WHERE id LIKE ? ORDER BY started DESC",
                                  (session_id.replace("%", "") + "%",)).fetchall()
         if not found:
-            raise UsageError(t("no_such_session", lang, id=session_id), t("see_history", lang))
+            raise UsageError(msg("mock.no_such_session", lang, id=session_id), msg("mock.see_history", lang))
         if len(found) > 1 and found[0]["id"] != session_id:
-            raise UsageError(t("ambiguous_session", lang, id=session_id,
+            raise UsageError(msg("mock.ambiguous_session", lang, id=session_id,
                                ids=", ".join(r["id"] for r in found[:5])))
         row = found[0]
     else:
         open_rows = rows(1, OPEN_STATES)
         if not open_rows:
-            raise UsageError(t("no_open_session", lang), t("start_one", lang))
+            raise UsageError(msg("mock.no_open_session", lang), msg("mock.start_one", lang))
         row = open_rows[0]
     folder = Path(row["folder"])
     if not state_path(folder).is_file():
-        raise UsageError(t("folder_gone", lang, id=row["id"], folder=folder),
-                         t("abandon_hint", lang, id=row["id"]))
+        raise UsageError(msg("mock.folder_gone", lang, id=row["id"], folder=folder),
+                         msg("mock.abandon_hint", lang, id=row["id"]))
     return load(folder)
 
 
@@ -337,15 +337,15 @@ def create(katas: list[Kata], reasons: dict[str, dict[str, str]], *, minutes: in
            lang: str, folder: Path | None = None) -> Session:
     """Make the session folder with the skeletons and statements and start the clock."""
     if not MIN_MINUTES <= minutes <= MAX_MINUTES:
-        raise UsageError(t("bad_minutes", lang, lo=MIN_MINUTES, hi=MAX_MINUTES))
+        raise UsageError(msg("mock.bad_minutes", lang, lo=MIN_MINUTES, hi=MAX_MINUTES))
     if (busy := open_session()) is not None:
-        raise UsageError(t("already_open", lang, id=busy.id, state=busy.state),
-                         t("already_open_hint", lang, id=busy.id))
+        raise UsageError(msg("mock.already_open", lang, id=busy.id, state=busy.state),
+                         msg("mock.already_open_hint", lang, id=busy.id))
     started = now()
     sid = new_id(started)
     folder = (folder or default_root() / sid).expanduser().resolve()
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise UsageError(t("dir_not_empty", lang, folder=folder), t("dir_not_empty_hint", lang))
+        raise UsageError(msg("mock.dir_not_empty", lang, folder=folder), msg("mock.dir_not_empty_hint", lang))
     folder.mkdir(parents=True, exist_ok=True)
     names = [k.solution_file for k in katas]
     problems = []
@@ -359,7 +359,7 @@ def create(katas: list[Kata], reasons: dict[str, dict[str, str]], *, minutes: in
         problems.append(Problem(
             kata=k.id, file=file, statement=statement, minutes=k.minutes, difficulty=k.difficulty,
             title={"en": k.title.en, "zh": k.title.zh},
-            reason=reasons.get(k.id, {"en": "chosen by you", "zh": "你指定的题目"}),
+            reason=reasons.get(k.id, both("mock.chosen_by_you")),
             skeleton_sha=sha(skeleton),
         ))
     s = Session(id=sid, folder=folder, lang=lang, seed=seed, minutes=minutes, started=started,
@@ -371,13 +371,13 @@ def create(katas: list[Kata], reasons: dict[str, dict[str, str]], *, minutes: in
 
 def readme(s: Session) -> str:
     lang = s.lang
-    lines = [f"# {t('readme_title', lang)} {s.id}", "",
-             t("readme_intro", lang, minutes=s.minutes,
+    lines = [f"# {msg('mock.readme_title', lang)} {s.id}", "",
+             msg("mock.readme_intro", lang, minutes=s.minutes,
                deadline=time.strftime("%H:%M", time.localtime(s.deadline))), ""]
     for i, p in enumerate(s.problems, 1):
         lines.append(f"{i}. **{p.title[lang]}** (`{p.kata}`, {p.difficulty}, ~{p.minutes} min): "
-                     f"`{p.file}`, {t('readme_statement', lang)} `{p.statement}`")
-    lines += ["", t("readme_commands", lang), ""]
+                     f"`{p.file}`, {msg('mock.readme_statement', lang)} `{p.statement}`")
+    lines += ["", msg("mock.readme_commands", lang), ""]
     return "\n".join(lines)
 
 
@@ -386,7 +386,7 @@ def take_checkpoint(s: Session, p: Problem, at: float) -> Path:
     """Copy the file as it is now; grading a check and a late submission both use this copy."""
     src = s.file_path(p)
     if not src.is_file():
-        raise UsageError(t("file_missing", s.lang, file=src), t("file_missing_hint", s.lang))
+        raise UsageError(msg("mock.file_missing", s.lang, file=src), msg("mock.file_missing_hint", s.lang))
     data = src.read_bytes()
     dst = s.checkpoint_path(p)
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -454,8 +454,7 @@ def _catalogue_fix(mistake_id: str, lang: str) -> str | None:
     if mistake_id not in catalogue.catalogue():
         return None
     m = catalogue.get(mistake_id)
-    sep = "。" if lang == "zh" else ". "
-    return f"{m.render('title', lang)}{sep}{m.render('fix', lang)}"
+    return msg("hint.title_and_fix", lang, title=m.render("title", lang), fix=m.render("fix", lang))
 
 
 def submit(s: Session, at: float, reason: str) -> None:
@@ -472,10 +471,10 @@ def submit(s: Session, at: float, reason: str) -> None:
         note = ""
         if data is None:
             data, note = _fallback(s, p)
-            note = t("note_missing", s.lang) + " " + note
+            note = msg("mock.note_missing", s.lang) + " " + note
         elif late and src.stat().st_mtime > cutoff and not (p.checkpoint and p.checkpoint["sha"] == sha(data)):
             data, note = _fallback(s, p)
-            note = t("note_late_edit", s.lang) + " " + note
+            note = msg("mock.note_late_edit", s.lang) + " " + note
         dst.write_bytes(data)
         p.snapshot_note = note
     s.state = SUBMITTED
@@ -487,8 +486,8 @@ def _fallback(s: Session, p: Problem) -> tuple[bytes, str]:
     cp = s.checkpoint_path(p)
     if p.checkpoint and cp.is_file() and p.checkpoint["t"] <= s.deadline:
         when = time.strftime("%H:%M:%S", time.localtime(p.checkpoint["t"]))
-        return cp.read_bytes(), t("note_used_checkpoint", s.lang, when=when)
-    return catalog.get_kata(p.kata).skeleton_path.read_bytes(), t("note_used_skeleton", s.lang)
+        return cp.read_bytes(), msg("mock.note_used_checkpoint", s.lang, when=when)
+    return catalog.get_kata(p.kata).skeleton_path.read_bytes(), msg("mock.note_used_skeleton", s.lang)
 
 
 def close_if_due(folder: Path) -> Session:
@@ -512,7 +511,7 @@ def take_hint(folder: Path, kata: str | None) -> tuple[Problem, str, str] | None
     (problem, hint id, text), or None when every hint was already shown."""
     with mutate(folder) as s:
         if s.state != ACTIVE or s.is_due():
-            raise UsageError(t("not_running", s.lang, id=s.id, state=s.state if s.state != ACTIVE else "time up"))
+            raise UsageError(msg("mock.not_running", s.lang, id=s.id, state=s.state if s.state != ACTIVE else "time up"))
         p = s.problem(kata)
         found = next_hint(s, p, catalog.get_kata(p.kata))
         if found is None:
@@ -529,9 +528,9 @@ def take_hint(folder: Path, kata: str | None) -> tuple[Problem, str, str] | None
 def refusal(s: Session, kata_id: str) -> tuple[str, str]:
     """Why `kata solution` says no during a mock interview, and how to get there."""
     if s.state == ACTIVE:
-        return (t("no_reference", s.lang, kata=kata_id, id=s.id, left=_clock(s.remaining())),
-                t("no_reference_hint", s.lang))
-    return (t("no_reference_followups", s.lang, kata=kata_id, id=s.id), t("no_reference_hint", s.lang))
+        return (msg("mock.no_reference", s.lang, kata=kata_id, id=s.id, left=_clock(s.remaining())),
+                msg("mock.no_reference_hint", s.lang))
+    return (msg("mock.no_reference_followups", s.lang, kata=kata_id, id=s.id), msg("mock.no_reference_hint", s.lang))
 
 
 def _clock(seconds: float) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkata.checker.errors import UsageError
-from attnkata.checker.messages import clip
+from attnkata.checker.messages import clip, msg
 from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result
 from attnkata.checker.sets.manifest import (
     Manifest,
@@ -382,21 +382,23 @@ def _death(w: _Worker) -> str:
 
 
 # -- results -----------------------------------------------------------------------------------
+# The status of each kind; its title is the message grade.synthetic.<kind>.
 _SYNTHETIC = {
-    "unreadable-file": (ERROR, "The file could not be read", "文件无法读取"),
-    "grader-broken": (ERROR, "The grader of this kata is broken (not your fault)", "本题的评测程序有问题（不是你的错）"),
-    "grader-internal-error": (ERROR, "attnkata failed while grading (not your fault)", "attnkata 评测时出错（不是你的错）"),
-    "grader-process-died": (ERROR, "The grading process ended", "评测进程意外结束"),
-    "watchdog": (TIMEOUT, "Time limit exceeded", "超出时间限制"),
+    "unreadable-file": ERROR,
+    "grader-broken": ERROR,
+    "grader-internal-error": ERROR,
+    "grader-process-died": ERROR,
+    "watchdog": TIMEOUT,
 }
 
 
 def synthetic_result(kata: str, path: str, kind: str, message: str, lang: str,
                      required_tiers: list[str]) -> Result:
-    status, en, zh = _SYNTHETIC.get(kind, (ERROR, "Grading failed", "评测失败"))
+    status = _SYNTHETIC.get(kind, ERROR)
+    title = msg(f"grade.synthetic.{kind if kind in _SYNTHETIC else 'other'}", lang)
     diag_id = "timeout" if kind == "watchdog" else kind
     return Result(kata=kata, solution=path, status=status, required_tiers=required_tiers, lang=lang,
-                  diagnostics=[Diagnostic(id=diag_id, severity="essential", title=zh if lang == "zh" else en,
+                  diagnostics=[Diagnostic(id=diag_id, severity="essential", title=title,
                                           explanation=message)])
 
 

@@ -12,30 +12,7 @@ from datetime import datetime
 from markdown_it import MarkdownIt
 
 from attnkata.checker.catalog import CONVENTIONS_MARK, Kata, conventions
-
-LABELS = {
-    "en": {
-        "handout": "Problem set", "contents": "Contents", "kata": "Kata", "difficulty": "Difficulty",
-        "minutes": "Minutes", "file": "Hand in", "due": "Due", "conventions": "Conventions and shape legend",
-        "legend": "Shape legend", "letter": "Letter", "meaning": "Meaning",
-        "signatures": "What to implement", "hand_in": "Hand in this kata as",
-        "see_conventions": "*The shared conventions are printed once, at the start of this handout.*",
-        "level_guided": "Your file marks where to write with `# BEGIN SOLUTION` / `# END SOLUTION`.",
-        "level_scratch": "Your file has the signatures and docstrings; write the bodies.",
-        "difficulty_names": {"easy": "easy", "medium": "medium", "hard": "hard"},
-        "generated": "Generated",
-    },
-    "zh": {
-        "handout": "练习题集", "contents": "目录", "kata": "题目", "difficulty": "难度", "minutes": "建议用时（分钟）",
-        "file": "提交文件", "due": "截止时间", "conventions": "通用约定与形状说明", "legend": "形状字母表",
-        "letter": "字母", "meaning": "含义", "signatures": "需要实现的接口", "hand_in": "本题提交文件名",
-        "see_conventions": "*通用约定只在讲义开头印一次。*",
-        "level_guided": "你的文件用 `# BEGIN SOLUTION` / `# END SOLUTION` 标出了要写代码的位置。",
-        "level_scratch": "你的文件里有签名和文档字符串，函数体需要你来写。",
-        "difficulty_names": {"easy": "简单", "medium": "中等", "hard": "困难"},
-        "generated": "生成于",
-    },
-}
+from attnkata.checker.messages import label, msg
 
 # Chinese text needs a font with CJK glyphs, named explicitly: a minimal Debian with Chromium
 # has none by default and draws empty boxes (README: install fonts-noto-cjk). Linux, macOS and
@@ -136,7 +113,7 @@ def signatures(source: str, entry_points: tuple[str, ...]) -> list[str]:
 
 def statement_without_conventions(kata: Kata, lang: str) -> str:
     text = kata.statement_path(lang).read_text(encoding="utf-8")
-    return text.replace(CONVENTIONS_MARK, LABELS[lang]["see_conventions"])
+    return text.replace(CONVENTIONS_MARK, msg("handout.see_conventions", lang))
 
 
 def _langs(lang: str) -> list[str]:
@@ -147,28 +124,27 @@ def render_handout(title: str, katas: list[Kata], *, lang: str, level: str, due:
                    created: str | None = None) -> str:
     md = markdown()
     langs = _langs(lang)
-    lab = LABELS[langs[0]]
+    lang0 = langs[0]
     esc = html.escape
     parts = [f"<h1>{esc(title)}</h1>"]
-    meta = [f"{lab['generated']} {esc(created or datetime.now().strftime('%Y-%m-%d'))}"]
+    meta = [f"{msg('handout.generated', lang0)} {esc(created or datetime.now().strftime('%Y-%m-%d'))}"]
     if due:
-        meta.append(f"{lab['due']}: <strong>{esc(due)}</strong>")
+        meta.append(f"{msg('handout.due', lang0)}: <strong>{esc(due)}</strong>")
     parts.append(f"<p class=\"meta\">{' · '.join(meta)}</p>")
-    parts.append(f"<h2>{lab['contents']}</h2><table><thead><tr><th>#</th><th>{lab['kata']}</th>"
-                 f"<th>{lab['difficulty']}</th><th>{lab['minutes']}</th><th>{lab['file']}</th></tr></thead><tbody>")
+    parts.append(f"<h2>{msg('handout.contents', lang0)}</h2><table><thead><tr><th>#</th><th>{msg('handout.kata', lang0)}</th>"
+                 f"<th>{msg('handout.difficulty', lang0)}</th><th>{msg('handout.minutes', lang0)}</th><th>{msg('handout.file', lang0)}</th></tr></thead><tbody>")
     for i, k in enumerate(katas, 1):
         title_text = " / ".join(esc(k.title.get(lng)) for lng in langs)
         parts.append(f"<tr><td>{i}</td><td><a href=\"#kata-{esc(k.id)}\">{title_text}</a> <code>{esc(k.id)}</code></td>"
-                     f"<td>{esc(lab['difficulty_names'].get(k.difficulty, k.difficulty))}</td><td>{k.minutes}</td>"
+                     f"<td>{esc(label('handout.difficulty_names', k.difficulty, lang0))}</td><td>{k.minutes}</td>"
                      f"<td><code>{esc(k.solution_file)}</code></td></tr>")
     parts.append("</tbody></table>")
     for lng in langs:
-        lb = LABELS[lng]
-        parts.append(f"<section class=\"conventions\" lang=\"{lng}\"><h2>{lb['conventions']}</h2>")
+        parts.append(f"<section class=\"conventions\" lang=\"{lng}\"><h2>{msg('handout.conventions', lng)}</h2>")
         pairs = legend(lng)
         if pairs:
-            parts.append(f"<h3>{lb['legend']}</h3><table class=\"legend\"><thead><tr><th>{lb['letter']}</th>"
-                         f"<th>{lb['meaning']}</th></tr></thead><tbody>")
+            parts.append(f"<h3>{msg('handout.legend', lng)}</h3><table class=\"legend\"><thead><tr><th>{msg('handout.letter', lng)}</th>"
+                         f"<th>{msg('handout.meaning', lng)}</th></tr></thead><tbody>")
             parts.extend(f"<tr><td><code>{esc(a)}</code></td><td>{esc(b)}</td></tr>" for a, b in pairs)
             parts.append("</tbody></table>")
         body = re.sub(r"^##[^\n]*\n", "", conventions(lng), count=1)
@@ -179,19 +155,17 @@ def render_handout(title: str, katas: list[Kata], *, lang: str, level: str, due:
         sigs = signatures(skeleton, k.entry_points)
         parts.append(f"<section class=\"kata\" id=\"kata-{esc(k.id)}\">")
         for lng in langs:
-            lb = LABELS[lng]
             parts.append(f"<div lang=\"{lng}\"><p class=\"meta\"><span class=\"badge\">{i} · <code>{esc(k.id)}</code></span>"
-                         f"<span class=\"badge\">{esc(lb['difficulty_names'].get(k.difficulty, k.difficulty))}</span>"
+                         f"<span class=\"badge\">{esc(label('handout.difficulty_names', k.difficulty, lng))}</span>"
                          f"<span class=\"badge\">{k.minutes} min</span></p>")
             parts.append(md.render(statement_without_conventions(k, lng)))
             parts.append("</div>")
-        lb = LABELS[langs[0]]
         if sigs:
-            parts.append(f"<h3>{' / '.join(LABELS[lng]['signatures'] for lng in langs)}</h3>")
+            parts.append(f"<h3>{' / '.join(msg('handout.signatures', lng) for lng in langs)}</h3>")
             for block in sigs:
                 parts.append(f"<pre><code class=\"language-python\">{_highlight(block, 'python', '')}</code></pre>")
-        level_note = " ".join(md.renderInline(LABELS[lng][f"level_{level}"]) for lng in langs)
-        parts.append(f"<p class=\"handin\">{' / '.join(LABELS[lng]['hand_in'] for lng in langs)}: "
+        level_note = " ".join(md.renderInline(msg(f"handout.level_{level}", lng)) for lng in langs)
+        parts.append(f"<p class=\"handin\">{' / '.join(msg('handout.hand_in', lng) for lng in langs)}: "
                      f"<code>{esc(k.solution_file)}</code>. {level_note}</p>")
         parts.append("</section>")
     doc_lang = "zh" if langs == ["zh"] else "en"

@@ -20,10 +20,10 @@ from typing import Any
 
 from attnkata.checker.catalog import TIERS
 from attnkata.checker.errors import UsageError
+from attnkata.checker.messages import label, msg
 from attnkata.checker.sets.grade import MISSING, ClassResults, Entry, GradeOptions, grade_set
 from attnkata.checker.sets.manifest import KataEntry, tier_fractions
 from attnkata.checker.sets.report import (
-    L10N,
     _ordered,
     _source_lines,
     diagnosis_markdown,
@@ -158,29 +158,29 @@ def diagnosis_record(d: dict[str, Any], lines: list[str]) -> dict[str, Any]:
     }
 
 
-def diagnosis_text(d: dict[str, Any], lines: list[str], t: dict[str, Any]) -> str:
+def diagnosis_text(d: dict[str, Any], lines: list[str], lang: str) -> str:
     """Plain text (platforms that show `message` as text): title, explanation, fix, lines."""
     out = [f"{d.get('title', d['id'])} [{d['id']}]"]
     if d.get("explanation"):
         out.append(" ".join(d["explanation"].split()))
     if d.get("fix"):
-        out.append(t["fix_line"].replace("*", "").format(fix=" ".join(d["fix"].split())))
+        out.append(msg("report.fix_line_plain", lang, fix=" ".join(d["fix"].split())))
     for ref in d.get("source", [])[:3]:
         snippet = quoted_lines(ref, lines)
         if snippet is not None:
-            out += [t["code_line"].format(line=ref["line"]), snippet]
+            out += [msg("report.code_line", lang, line=ref["line"]), snippet]
     return "\n".join(out)
 
 
-def _tier_summary(p: TierPart, t: dict[str, Any], md: bool) -> list[str]:
-    status = t["statuses"]["pass" if p.ok else "fail"]
-    out = [f"{t['tiers'].get(p.tier, p.tier)}: {p.passed}/{p.graded} ({status})"]
+def _tier_summary(p: TierPart, lang: str, md: bool) -> list[str]:
+    status = msg("report.statuses." + ("pass" if p.ok else "fail"), lang)
+    out = [f"{label('report.tiers', p.tier, lang)}: {p.passed}/{p.graded} ({status})"]
     for x in p.failed[:8]:
-        msg = " ".join(str(x.get("message", "")).split())[:300]
+        message = " ".join(str(x.get("message", "")).split())[:300]
         name = f"`{x['id']}`" if md else x["id"]
-        out.append(f"- {name}" + (f": {msg}" if msg else ""))
+        out.append(f"- {name}" + (f": {message}" if message else ""))
     if len(p.failed) > 8:
-        out.append(f"- {t['more_tests'].format(n=len(p.failed) - 8)}")
+        out.append(f"- {msg('report.more_tests', lang, n=len(p.failed) - 8)}")
     return out
 
 
@@ -191,40 +191,40 @@ def _carries_diagnoses(v: KataView) -> TierPart | None:
     return next((p for p in v.parts if not p.ok), v.parts[0] if v.parts else None)
 
 
-def part_output(v: KataView, p: TierPart, t: dict[str, Any], md: bool) -> str:
+def part_output(v: KataView, p: TierPart, lang: str, md: bool) -> str:
     out: list[str] = []
     if v.entry.status == MISSING:
-        out.append(t["missing_file"] + f" ({v.kata.solution_file})")
+        out.append(msg("report.missing_file", lang) + f" ({v.kata.solution_file})")
     else:
-        out += _tier_summary(p, t, md)
+        out += _tier_summary(p, lang, md)
     if p is _carries_diagnoses(v):
         for note in v.entry.notes:
             out.append(f"- {note}")
         for d in v.diagnoses:
             out += [
                 "",
-                *(diagnosis_markdown(d, v.lines, t) if md else [diagnosis_text(d, v.lines, t)]),
+                *(diagnosis_markdown(d, v.lines, lang) if md else [diagnosis_text(d, v.lines, lang)]),
             ]
     return "\n".join(out).strip()
 
 
-def _kata_message(v: KataView, t: dict[str, Any]) -> str:
+def _kata_message(v: KataView, lang: str) -> str:
     if v.entry.status == MISSING:
-        return t["missing_file"] + f" ({v.kata.solution_file})"
-    return "\n\n".join(diagnosis_text(d, v.lines, t) for d in v.diagnoses)
+        return msg("report.missing_file", lang) + f" ({v.kata.solution_file})"
+    return "\n\n".join(diagnosis_text(d, v.lines, lang) for d in v.diagnoses)
 
 
 # -- the platforms' schemas ------------------------------------------------------------------------
 def gradescope(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
     """/autograder/results/results.json: hidden tiers stay hidden until grades are published."""
-    t = L10N.get(cr.lang, L10N["en"])
+    lang = cr.lang
     tests = [
         {
-            "name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}",
+            "name": f"{v.kata.id}: {label('report.tiers', p.tier, lang)}",
             "score": p.score,
             "max_score": p.max_score,
             "status": "passed" if p.ok else "failed",
-            "output": part_output(v, p, t, md=True),
+            "output": part_output(v, p, lang, md=True),
             "output_format": "md",
             "visibility": "after_published" if p.hidden else "visible",
             "extra_data": {
@@ -250,16 +250,16 @@ def gradescope(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, 
 
 def prairielearn(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
     """/grade/results/results.json: a missing or unparsable file is `gradable: false`."""
-    t = L10N.get(cr.lang, L10N["en"])
+    lang = cr.lang
     errors = [why for v in vs if (why := v.ungradable)]
     max_points = cr.manifest.max_points
     tests = [
         {
-            "name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}",
+            "name": f"{v.kata.id}: {label('report.tiers', p.tier, lang)}",
             "points": p.score,
             "max_points": p.max_score,
-            "message": _kata_message(v, t) if p is _carries_diagnoses(v) else "",
-            "output": part_output(v, p, t, md=False),
+            "message": _kata_message(v, lang) if p is _carries_diagnoses(v) else "",
+            "output": part_output(v, p, lang, md=False),
         }
         for v in vs
         for p in v.parts
@@ -270,7 +270,7 @@ def prairielearn(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str
         if max_points
         else 0.0,
         "message": "; ".join(
-            f"{v.kata.id}: {t['statuses'].get(v.entry.status, v.entry.status)} "
+            f"{v.kata.id}: {label('report.statuses', v.entry.status, lang)} "
             f"{v.entry.score:g}/{v.entry.points:g}"
             for v in vs
         ),
@@ -284,7 +284,7 @@ def prairielearn(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str
 
 def github_classroom(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
     """The payload `classroom-resources/autograding-grading-reporter` decodes from `result`."""
-    t = L10N.get(cr.lang, L10N["en"])
+    lang = cr.lang
 
     def status(v: KataView, p: TierPart) -> str:
         if v.entry.status in (MISSING, "error", "timeout"):
@@ -297,13 +297,13 @@ def github_classroom(cr: ClassResults, student: str, vs: list[KataView]) -> dict
         for p in v.parts:
             carries = p is _carries_diagnoses(v)
             message = (
-                part_output(v, p, t, md=False)
+                part_output(v, p, lang, md=False)
                 if carries
-                else "\n".join(_tier_summary(p, t, md=False))
+                else "\n".join(_tier_summary(p, lang, md=False))
             )
             tests.append(
                 {
-                    "name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}",
+                    "name": f"{v.kata.id}: {label('report.tiers', p.tier, lang)}",
                     "status": status(v, p),
                     "message": message,
                     "test_code": f"kata check {v.kata.id} {v.kata.solution_file}",
@@ -319,17 +319,17 @@ def github_classroom(cr: ClassResults, student: str, vs: list[KataView]) -> dict
 
 
 def classroom50(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]:
-    t = L10N.get(cr.lang, L10N["en"])
+    lang = cr.lang
     tests = [
         {
-            "test-name": f"{v.kata.id}: {t['tiers'].get(p.tier, p.tier)}",
+            "test-name": f"{v.kata.id}: {label('report.tiers', p.tier, lang)}",
             "passed": p.ok,
             "score": p.score,
             "max-score": p.max_score,
             "kata": v.kata.id,
             "tier": p.tier,
             "status": v.entry.status,
-            "message": part_output(v, p, t, md=False),
+            "message": part_output(v, p, lang, md=False),
             "diagnoses": [diagnosis_record(d, v.lines) for d in v.diagnoses]
             if p is _carries_diagnoses(v)
             else [],

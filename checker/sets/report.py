@@ -15,7 +15,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from attnkata.checker.messages import clip
+from attnkata.checker.messages import clip, label, msg
 from attnkata.checker.models import SEVERITIES
 from attnkata.checker.sets.grade import MISSING, ClassResults, Entry
 from attnkata.checker.sets.handout import CJK_FONTS
@@ -29,159 +29,6 @@ COUNTED_SEVERITIES = ("essential", "actionable")  # what counts as a mistake in 
 MAX_FEEDBACK_DIAGNOSTICS = 3
 MAX_FEEDBACK_MESSAGE = 300  # characters of one test's message
 MAX_FEEDBACK_TESTS = 8
-
-L10N = {
-    "en": {
-        "report": "Class report",
-        "graded": "Graded",
-        "students": "Students",
-        "katas": "Katas",
-        "submissions": "Submissions graded",
-        "mean": "Mean score",
-        "median": "Median score",
-        "distribution": "Score distribution",
-        "per_kata": "Pass rate per kata",
-        "kata": "Kata",
-        "submitted": "Submitted",
-        "passed": "Passed",
-        "pass_rate": "Pass rate",
-        "mean_points": "Mean points",
-        "missing": "Missing",
-        "late": "Late",
-        "timeouts": "Timeouts",
-        "errors": "Errors",
-        "mistakes": "Most common mistakes",
-        "mistake": "Mistake",
-        "share": "Share",
-        "who": "Students",
-        "no_mistakes": "No mistakes were diagnosed.",
-        "student": "Student",
-        "total": "Total",
-        "percent": "Percent",
-        "notes": "Notes",
-        "config": "Grading configuration",
-        "weights": "Tier weights",
-        "limits": "Limits",
-        "deadline": "Deadline",
-        "penalty": "Late penalty",
-        "none": "none",
-        "of": "of",
-        "in": "in",
-        "per_call": "per call",
-        "per_submission": "per submission",
-        "count": "students",
-        # feedback
-        "tier": "Tier",
-        "tests_passed": "Tests passed",
-        "what_went_wrong": "What went wrong",
-        "failed_tests": "Failed tests",
-        "missing_file": "No file was handed in for this kata.",
-        "late_note": "Handed in late",
-        "all_pass": "All required tests pass. Well done!",
-        "statuses": {
-            "pass": "pass",
-            "fail": "fail",
-            "error": "error",
-            "timeout": "timeout",
-            "missing": "missing",
-        },
-        "more_tests": "... and {n} more",
-        "students_h": "Students",
-        "title_line": "Feedback: {student}",
-        "total_line": "Total: **{total} / {max}** ({pct}%)",
-        "status_line": "Status: **{status}** · Score: **{score} / {points}**",
-        "code_line": "Your code (line {line}):",
-        "fix_line": "*Fix:* {fix}",
-        "tiers": {"core": "core", "edge": "edge", "efficient": "efficient"},
-        "severities": {
-            "essential": "essential",
-            "actionable": "actionable",
-            "informative": "informative",
-            "celebratory": "celebratory",
-        },
-        "needs_review": "Needs review",
-        "needs_review_intro": "What the static policy could not resolve (not banned, graded as usual): "
-        "a person should read these lines.",
-        "needs_review_feedback": "Your file uses constructs the automatic checks cannot read; "
-        "your instructor may look at these lines:",
-    },
-    "zh": {
-        "report": "班级报告",
-        "graded": "评测时间",
-        "students": "学生数",
-        "katas": "题目数",
-        "submissions": "已评测提交",
-        "mean": "平均分",
-        "median": "中位数",
-        "distribution": "分数分布",
-        "per_kata": "各题通过率",
-        "kata": "题目",
-        "submitted": "已提交",
-        "passed": "通过",
-        "pass_rate": "通过率",
-        "mean_points": "平均得分",
-        "missing": "缺交",
-        "late": "迟交",
-        "timeouts": "超时",
-        "errors": "出错",
-        "mistakes": "最常见的错误",
-        "mistake": "错误",
-        "share": "占比",
-        "who": "学生",
-        "no_mistakes": "没有诊断出错误。",
-        "student": "学生",
-        "total": "总分",
-        "percent": "百分比",
-        "notes": "备注",
-        "config": "评分配置",
-        "weights": "层级权重",
-        "limits": "限制",
-        "deadline": "截止时间",
-        "penalty": "迟交扣分",
-        "none": "无",
-        "of": "/",
-        "in": "出现在",
-        "per_call": "每次调用",
-        "per_submission": "每份提交",
-        "count": "人",
-        "tier": "层级",
-        "tests_passed": "通过的测试",
-        "what_went_wrong": "问题诊断",
-        "failed_tests": "未通过的测试",
-        "missing_file": "这道题没有提交文件。",
-        "late_note": "迟交",
-        "all_pass": "所有必需测试均已通过，做得好！",
-        "statuses": {
-            "pass": "通过",
-            "fail": "未通过",
-            "error": "出错",
-            "timeout": "超时",
-            "missing": "缺交",
-        },
-        "more_tests": "……还有 {n} 个",
-        "students_h": "学生",
-        "title_line": "反馈：{student}",
-        "total_line": "总分：**{total} / {max}**（{pct}%）",
-        "status_line": "状态：**{status}** · 得分：**{score} / {points}**",
-        "code_line": "你的代码（第 {line} 行）：",
-        "fix_line": "*修改建议：* {fix}",
-        "tiers": {"core": "核心", "edge": "边界情况", "efficient": "效率"},
-        "severities": {
-            "essential": "必须修复",
-            "actionable": "建议修复",
-            "informative": "提示",
-            "celebratory": "做得好",
-        },
-        "needs_review": "待人工查看",
-        "needs_review_intro": "静态规则无法判断的写法（并不禁止，照常评测）：需要有人看一下这些行。",
-        "needs_review_feedback": "你的文件用了自动检查读不懂的写法；讲师可能会查看这些行：",
-    },
-}
-
-
-def _t(cr: ClassResults) -> dict[str, Any]:
-    return L10N.get(cr.lang, L10N["en"])
-
 
 def percent(cr: ClassResults, student: str) -> float:
     m = cr.manifest.max_points
@@ -268,9 +115,8 @@ def needs_review(cr: ClassResults) -> list[dict[str, Any]]:
 
 def mistake_sentence(row: dict[str, Any], lang: str = "en") -> str:
     """`40% (2 of 5) in sdpa: Time limit exceeded [timeout]`."""
-    t = L10N.get(lang, L10N["en"])
     return (
-        f"{row['share']:.0%} ({row['count']} {t['of']} {row['of']}) {t['in']} {row['kata']}: "
+        f"{row['share']:.0%} ({row['count']} {msg('report.of', lang)} {row['of']}) {msg('report.in', lang)} {row['kata']}: "
         f"{row['title']} [{row['id']}]"
     )
 
@@ -445,51 +291,51 @@ def quoted_lines(ref: dict[str, Any], lines: list[str]) -> str | None:
     return None
 
 
-def diagnosis_markdown(d: dict[str, Any], lines: list[str], t: dict[str, Any]) -> list[str]:
+def diagnosis_markdown(d: dict[str, Any], lines: list[str], lang: str) -> list[str]:
     """One diagnosis as Markdown lines: title, explanation, fix and the student's own lines."""
-    severity = t["severities"].get(d.get("severity", ""), d.get("severity", ""))
+    severity = label("report.severities", d.get("severity", ""), lang)
     out = [f"**{_inline(d.get('title', d['id']))}** (`{d['id']}`, {severity})", ""]
     if d.get("explanation"):
         out += [_inline(d["explanation"]), ""]
     if d.get("fix"):
-        out += [t["fix_line"].format(fix=_inline(d["fix"])), ""]
+        out += [msg("report.fix_line", lang, fix=_inline(d["fix"])), ""]
     for ref in d.get("source", [])[:3]:
         snippet = quoted_lines(ref, lines)
         if snippet is not None:
-            out += [t["code_line"].format(line=ref["line"]), "", _fence(snippet), ""]
+            out += [msg("report.code_line", lang, line=ref["line"]), "", _fence(snippet), ""]
     return out
 
 
-def failed_test_line(test: dict[str, Any], t: dict[str, Any]) -> str:
+def failed_test_line(test: dict[str, Any], lang: str) -> str:
     """One failed test in a student's feedback; its message clipped at a word boundary."""
-    msg = clip(_inline(test.get("message", "")), MAX_FEEDBACK_MESSAGE)
+    message = clip(_inline(test.get("message", "")), MAX_FEEDBACK_MESSAGE)
     return (
-        f"- `{test['id']}` ({t['tiers'].get(test['tier'], test['tier'])}, "
-        f"{t['statuses'].get(test['status'], test['status'])})" + (f": {msg}" if msg else "")
+        f"- `{test['id']}` ({label('report.tiers', test['tier'], lang)}, "
+        f"{label('report.statuses', test['status'], lang)})" + (f": {message}" if message else "")
     )
 
 
 def feedback_markdown(cr: ClassResults, student: str) -> str:
-    t = _t(cr)
+    lang = cr.lang
     m = cr.manifest
     out = [
-        f"# {t['title_line'].format(student=_inline(student))}",
+        f"# {msg('report.title_line', lang, student=_inline(student))}",
         "",
         f"**{_inline(m.title)}**",
         "",
-        t["total_line"].format(
+        msg("report.total_line", lang,
             total=f"{cr.total(student):g}", max=f"{m.max_points:g}", pct=f"{percent(cr, student):g}"
         ),
         "",
     ]
     for k in m.katas:
         e = cr.entry(student, k.id)
-        status = t["statuses"].get(e.status, e.status)
+        status = label("report.statuses", e.status, lang)
         out += [
             f"## {k.title.get(cr.lang, k.title['en'])} (`{k.id}`)",
             "",
-            t["status_line"].format(status=status, score=f"{e.score:g}", points=f"{e.points:g}")
-            + (f" · {t['late_note']}" if e.late else ""),
+            msg("report.status_line", lang, status=status, score=f"{e.score:g}", points=f"{e.points:g}")
+            + (f" · {msg('report.late_note', lang)}" if e.late else ""),
             "",
         ]
         for note in e.notes:
@@ -497,37 +343,37 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
         if e.notes:
             out.append("")
         if e.status == MISSING:
-            out += [t["missing_file"], ""]
+            out += [msg("report.missing_file", lang), ""]
             continue
         result = e.result or {}
         tests = result.get("tests", [])
         if tests:
             from attnkata.checker.sets.manifest import tier_fractions
 
-            out += [f"| {t['tier']} | {t['tests_passed']} |", "|---|---|"]
+            out += [f"| {msg('report.tier', lang)} | {msg('report.tests_passed', lang)} |", "|---|---|"]
             out += [
-                f"| {t['tiers'].get(tier, tier)} | {p}/{n} |"
+                f"| {label('report.tiers', tier, lang)} | {p}/{n} |"
                 for tier, (p, n) in tier_fractions(tests).items()
             ]
             out.append("")
         diags = _ordered(result.get("diagnostics", []))[:MAX_FEEDBACK_DIAGNOSTICS]
         if diags:
             lines = _source_lines(e.path)
-            out += [f"### {t['what_went_wrong']}", ""]
+            out += [f"### {msg('report.what_went_wrong', lang)}", ""]
             for d in diags:
-                out += diagnosis_markdown(d, lines, t)
+                out += diagnosis_markdown(d, lines, lang)
         failed = [x for x in tests if x["status"] not in ("pass", "skip")]
         if failed:
-            out += [f"### {t['failed_tests']}", ""]
-            out += [failed_test_line(x, t) for x in failed[:MAX_FEEDBACK_TESTS]]
+            out += [f"### {msg('report.failed_tests', lang)}", ""]
+            out += [failed_test_line(x, lang) for x in failed[:MAX_FEEDBACK_TESTS]]
             if len(failed) > MAX_FEEDBACK_TESTS:
-                out.append(f"- {t['more_tests'].format(n=len(failed) - MAX_FEEDBACK_TESTS)}")
+                out.append(f"- {msg('report.more_tests', lang, n=len(failed) - MAX_FEEDBACK_TESTS)}")
             out.append("")
         elif e.status == "pass":
-            out += [t["all_pass"], ""]
+            out += [msg("report.all_pass", lang), ""]
         review = [d for d in result.get("diagnostics", []) if d.get("id") == NEEDS_REVIEW]
         if review:
-            out += [f"### {t['needs_review']}", "", t["needs_review_feedback"], ""]
+            out += [f"### {msg('report.needs_review', lang)}", "", msg("report.needs_review_feedback", lang), ""]
             out += [f"- {_inline(x)}" for d in review for x in d.get("evidence", [])]
             out.append("")
     return "\n".join(out).rstrip() + "\n"
@@ -624,34 +470,34 @@ def _esc(text: str) -> str:
 
 
 def render_html(cr: ClassResults) -> str:
-    t = _t(cr)
+    lang = cr.lang
     m = cr.manifest
     esc = _esc
     pct = [percent(cr, s) for s in cr.students]
     graded = sum(1 for e in cr.entries.values() if e.status != MISSING)
     body = [
         f"<h1>{esc(m.title)}</h1>",
-        f'<p class="meta">{t["report"]} · {t["graded"]} {esc(cr.graded_at)}</p>',
+        f'<p class="meta">{msg("report.report", lang)} · {msg("report.graded", lang)} {esc(cr.graded_at)}</p>',
         '<div class="cards">',
     ]
     cards = [
-        (t["students"], str(len(cr.students))),
-        (t["katas"], str(len(m.katas))),
-        (t["submissions"], str(graded)),
-        (t["mean"], f"{statistics.fmean(pct):.1f}%" if pct else "-"),
-        (t["median"], f"{statistics.median(pct):.1f}%" if pct else "-"),
+        (msg("report.students", lang), str(len(cr.students))),
+        (msg("report.katas", lang), str(len(m.katas))),
+        (msg("report.submissions", lang), str(graded)),
+        (msg("report.mean", lang), f"{statistics.fmean(pct):.1f}%" if pct else "-"),
+        (msg("report.median", lang), f"{statistics.median(pct):.1f}%" if pct else "-"),
     ]
     body += [
         f'<div class="card"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
         for k, v in cards
     ]
     body.append("</div>")
-    body += [f"<h2>{t['distribution']}</h2>", _histogram_svg(distribution(cr), t["distribution"])]
+    body += [f"<h2>{msg('report.distribution', lang)}</h2>", _histogram_svg(distribution(cr), msg("report.distribution", lang))]
     body += [
-        f'<h2>{t["per_kata"]}</h2><table><thead><tr><th>{t["kata"]}</th><th class="num">{t["submitted"]}</th>'
-        f'<th class="num">{t["passed"]}</th><th>{t["pass_rate"]}</th><th class="num">{t["mean_points"]}</th>'
-        f'<th class="num">{t["missing"]}</th><th class="num">{t["late"]}</th>'
-        f'<th class="num">{t["timeouts"]}</th><th class="num">{t["errors"]}</th></tr></thead><tbody>'
+        f'<h2>{msg("report.per_kata", lang)}</h2><table><thead><tr><th>{msg("report.kata", lang)}</th><th class="num">{msg("report.submitted", lang)}</th>'
+        f'<th class="num">{msg("report.passed", lang)}</th><th>{msg("report.pass_rate", lang)}</th><th class="num">{msg("report.mean_points", lang)}</th>'
+        f'<th class="num">{msg("report.missing", lang)}</th><th class="num">{msg("report.late", lang)}</th>'
+        f'<th class="num">{msg("report.timeouts", lang)}</th><th class="num">{msg("report.errors", lang)}</th></tr></thead><tbody>'
     ]
     for r in kata_stats(cr):
         title = r["title"].get(cr.lang, r["title"]["en"])
@@ -664,11 +510,11 @@ def render_html(cr: ClassResults) -> str:
         )
     body.append("</tbody></table>")
     hist = mistake_histogram(cr)
-    body.append(f"<h2>{t['mistakes']}</h2>")
+    body.append(f"<h2>{msg('report.mistakes', lang)}</h2>")
     if hist:
         body.append(
-            f'<table class="mistakes"><thead><tr><th>{t["share"]}</th><th>{t["kata"]}</th>'
-            f"<th>{t['mistake']}</th><th>{t['who']}</th></tr></thead><tbody>"
+            f'<table class="mistakes"><thead><tr><th>{msg("report.share", lang)}</th><th>{msg("report.kata", lang)}</th>'
+            f"<th>{msg('report.mistake', lang)}</th><th>{msg('report.who', lang)}</th></tr></thead><tbody>"
         )
         for r in hist:
             who = ", ".join(esc(s) for s in r["students"][:8]) + (
@@ -676,24 +522,24 @@ def render_html(cr: ClassResults) -> str:
             )
             body.append(
                 f'<tr class="mistake" data-id="{esc(r["id"])}" data-kata="{esc(r["kata"])}">'
-                f"<td>{_bar(r['share'])} <strong>{r['share']:.0%}</strong> ({r['count']} {t['of']} {r['of']})</td>"
+                f"<td>{_bar(r['share'])} <strong>{r['share']:.0%}</strong> ({r['count']} {msg('report.of', lang)} {r['of']})</td>"
                 f"<td><code>{esc(r['kata'])}</code></td><td>{esc(r['title'])} <code>{esc(r['id'])}</code></td>"
                 f"<td>{who}</td></tr>"
             )
         body.append("</tbody></table>")
     else:
-        body.append(f"<p>{t['no_mistakes']}</p>")
+        body.append(f"<p>{msg('report.no_mistakes', lang)}</p>")
     body.append(
-        f'<h2>{t["students_h"]}</h2><table class="students"><thead><tr><th>{t["student"]}</th>'
+        f'<h2>{msg("report.students_h", lang)}</h2><table class="students"><thead><tr><th>{msg("report.student", lang)}</th>'
         + "".join(f'<th class="num"><code>{esc(k)}</code></th>' for k in m.kata_ids)
-        + f'<th class="num">{t["total"]}</th><th class="num">{t["percent"]}</th><th>{t["notes"]}</th></tr></thead><tbody>'
+        + f'<th class="num">{msg("report.total", lang)}</th><th class="num">{msg("report.percent", lang)}</th><th>{msg("report.notes", lang)}</th></tr></thead><tbody>'
     )
     for s in cr.students:
         cells = []
         notes = []
         for k in m.kata_ids:
             e: Entry = cr.entry(s, k)
-            status = t["statuses"].get(e.status, e.status)
+            status = label("report.statuses", e.status, lang)
             cells.append(
                 f'<td class="num s-{esc(e.status)}" title="{esc(status)}">{e.score:g} '
                 f"<small>{esc(status)}</small></td>"
@@ -714,9 +560,9 @@ def render_html(cr: ClassResults) -> str:
     review = needs_review(cr)
     if review:
         body.append(
-            f'<h2>{t["needs_review"]}</h2><p class="meta">{t["needs_review_intro"]}</p>'
-            f'<table class="needs-review"><thead><tr><th>{t["student"]}</th><th>{t["kata"]}</th>'
-            f"<th>{t['needs_review']}</th></tr></thead><tbody>"
+            f'<h2>{msg("report.needs_review", lang)}</h2><p class="meta">{msg("report.needs_review_intro", lang)}</p>'
+            f'<table class="needs-review"><thead><tr><th>{msg("report.student", lang)}</th><th>{msg("report.kata", lang)}</th>'
+            f"<th>{msg('report.needs_review', lang)}</th></tr></thead><tbody>"
         )
         for r in review:
             uses = "<br>".join(f"<code>{esc(u)}</code>" for u in r["uses"])
@@ -731,16 +577,16 @@ def render_html(cr: ClassResults) -> str:
     lim = cr.stats.get("limits", {})
     weights = ", ".join(f"{k} {v:g}" for k, v in m.grading.tier_weights.items())
     body.append(
-        f'<h2>{t["config"]}</h2><p class="meta">{t["weights"]}: {esc(weights)} · {t["limits"]}: '
-        f"{lim.get('timeout', '-')} s {t['per_submission']}, {lim.get('call_timeout', '-')} s {t['per_call']}, "
-        f"{lim.get('memory_mb', '-')} MiB · {t['deadline']}: {esc(cr.stats.get('deadline') or t['none'])} · "
-        f"{t['penalty']}: {cr.stats.get('late_penalty', 0):.0%}</p>"
+        f'<h2>{msg("report.config", lang)}</h2><p class="meta">{msg("report.weights", lang)}: {esc(weights)} · {msg("report.limits", lang)}: '
+        f"{lim.get('timeout', '-')} s {msg('report.per_submission', lang)}, {lim.get('call_timeout', '-')} s {msg('report.per_call', lang)}, "
+        f"{lim.get('memory_mb', '-')} MiB · {msg('report.deadline', lang)}: {esc(cr.stats.get('deadline') or msg('report.none', lang))} · "
+        f"{msg('report.penalty', lang)}: {cr.stats.get('late_penalty', 0):.0%}</p>"
     )
     doc_lang = "zh" if cr.lang == "zh" else "en"
     return (
         f'<!DOCTYPE html>\n<html lang="{doc_lang}"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{esc(m.title)} · '
-        f"{t['report']}</title><style>{CSS}</style></head><body><main>\n"
+        f"{msg('report.report', lang)}</title><style>{CSS}</style></head><body><main>\n"
         + "\n".join(body)
         + "\n</main></body></html>\n"
     )

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnkata.checker.messages import msg
+
 K = 7  # tokens per k-gram
 WINDOW = 4  # winnowing window (a match of K + WINDOW - 1 tokens is always caught)
 DEFAULT_THRESHOLD = 0.8
@@ -277,15 +279,12 @@ def _side(lines: list[str], marked: list[int]) -> str:
 
 def render_section(cr: Any, t: dict[str, Any] | None = None) -> str:
     """The class report's copy-detection section (empty string when nothing is flagged)."""
-    zh = getattr(cr, "lang", "en") == "zh"
+    lang = getattr(cr, "lang", "en")
     pairs = class_pairs(cr)
-    title = "疑似抄袭" if zh else "Possible copies"
+    title = msg("similarity.title", lang)
     if not pairs:
-        none = "没有发现可疑的相似提交。" if zh else "No pair of submissions is suspiciously similar."
-        return f"<h2>{title}</h2><p class=\"meta\">{none}</p>"
-    note = ("以下提交在改名、调换无依赖语句顺序、去掉注释与格式之后几乎相同。请人工核实。" if zh else
-            "These submissions are the same program up to renamed identifiers, reordered independent "
-            "statements, comments and formatting. Check them yourself before acting.")
+        return f"<h2>{title}</h2><p class=\"meta\">{msg('similarity.none', lang)}</p>"
+    note = msg("similarity.note", lang)
     parts = [f"<h2>{title}</h2><p class=\"meta\">{note}</p>"]
     for p, la, lb in pairs:
         parts.append(

@@ -15,24 +15,15 @@ from rich.text import Text
 from attnkata.checker import catalog
 from attnkata.checker.diagnose import catalogue as cat
 from attnkata.checker.errors import UsageError
+from attnkata.checker.messages import msg
 from attnkata.cli.console import out, print_json
 from attnkata.cli.options import JsonOption, LangOption, resolve_lang
 
 SEVERITY_STYLE = {"essential": "red", "actionable": "yellow", "informative": "blue", "celebratory": "green"}
-LABELS = {
-    "en": {"title": "mistake catalogue", "for": "mistakes in", "id": "id", "severity": "severity",
-           "mistake": "mistake", "katas": "katas", "every": "every kata", "fix": "Fix", "hides": "Hides when",
-           "where": "Read", "demo": "Demonstration", "output": "Output", "no_demo": "(no demonstration for this one)",
-           "hint": "`kata explain ID` shows one in full"},
-    "zh": {"title": "错误目录", "for": "适用于", "id": "id", "severity": "严重程度", "mistake": "错误",
-           "katas": "题目", "every": "所有题目", "fix": "修改建议", "hides": "何时看不出来", "where": "参阅",
-           "demo": "演示", "output": "输出", "no_demo": "（这一条没有演示）",
-           "hint": "用 `kata explain ID` 查看某一条的完整说明"},
-}
 
 
 def _katas_text(m: cat.Mistake, lang: str) -> str:
-    return LABELS[lang]["every"] if cat.EVERY_KATA in m.katas else ", ".join(m.katas)
+    return msg("mistakes.every", lang) if cat.EVERY_KATA in m.katas else ", ".join(m.katas)
 
 
 def _entries(kata: str | None) -> tuple[list[cat.Mistake], str | None]:
@@ -58,14 +49,13 @@ def mistakes(
             "fix": m.render("fix", lang), "link": m.link(kata_id, lang),
         } for m in entries])
         return
-    labels = LABELS[lang]
-    title = f"{labels['for']} {kata_id}" if kata_id else labels["title"]
-    table = Table(title=title, caption=labels["hint"], caption_justify="left")
-    table.add_column(labels["id"], no_wrap=True)
-    table.add_column(labels["severity"])
-    table.add_column(labels["mistake"], overflow="fold")  # CJK has no spaces to wrap at
+    title = f"{msg('mistakes.for', lang)} {kata_id}" if kata_id else msg("mistakes.title", lang)
+    table = Table(title=title, caption=msg("mistakes.hint", lang), caption_justify="left")
+    table.add_column(msg("mistakes.id", lang), no_wrap=True)
+    table.add_column(msg("mistakes.severity", lang))
+    table.add_column(msg("mistakes.mistake", lang), overflow="fold")  # CJK has no spaces to wrap at
     if kata_id is None:
-        table.add_column(labels["katas"], style="dim", overflow="fold")
+        table.add_column(msg("mistakes.katas", lang), style="dim", overflow="fold")
     for m in entries:
         row = [m.id, Text(m.severity, style=SEVERITY_STYLE.get(m.severity, "")), m.render("title", lang)]
         if kata_id is None:
@@ -100,23 +90,22 @@ def explain(
             "hides": m.render("hides", lang), "link": m.link(kata_id, lang), "demo": code, "demo_output": demo_out,
         })
         return
-    labels = LABELS[lang]
     out.print(Text.assemble((m.render("title", lang), "bold"), "  ", (m.id, "dim"), "  ",
                             (m.severity, SEVERITY_STYLE.get(m.severity, ""))))
-    out.print(Text(f"{labels['katas']}: {_katas_text(m, lang)}", style="dim"))
+    out.print(Text(f"{msg('mistakes.katas', lang)}: {_katas_text(m, lang)}", style="dim"))
     out.print()
     out.print(m.render("explanation", lang))
-    out.print(Text.assemble((f"{labels['fix']}: ", "bold"), m.render("fix", lang)))
-    out.print(Text.assemble((f"{labels['hides']}: ", "bold"), m.render("hides", lang)))
-    out.print(Text(f"{labels['where']}: {m.link(kata_id, lang)}", style="dim"))
+    out.print(Text.assemble((f"{msg('mistakes.fix', lang)}: ", "bold"), m.render("fix", lang)))
+    out.print(Text.assemble((f"{msg('mistakes.hides', lang)}: ", "bold"), m.render("hides", lang)))
+    out.print(Text(f"{msg('mistakes.where', lang)}: {m.link(kata_id, lang)}", style="dim"))
     out.print()
     if code:
-        out.print(Text(labels["demo"], style="bold"))
+        out.print(Text(msg("mistakes.demo", lang), style="bold"))
         out.print(Syntax(code.rstrip(), "python", theme="ansi_dark", line_numbers=False, word_wrap=True))
-        out.print(Text(labels["output"], style="bold"))
+        out.print(Text(msg("mistakes.output", lang), style="bold"))
         out.print(Text(demo_out))
     else:
-        out.print(Text(labels["no_demo"], style="dim"))
+        out.print(Text(msg("mistakes.no_demo", lang), style="dim"))
 
 
 def register(app: typer.Typer) -> None:

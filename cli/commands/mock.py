@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attnkata.checker.errors import UsageError
+from attnkata.checker.messages import msg
 from attnkata.checker.mock import followups, grading, picker, scorecard
 from attnkata.checker.mock import session as sess
 from attnkata.checker.mock.live import DEADLINE, ELSEWHERE, QUIT, clock_text
@@ -52,78 +53,9 @@ SessionOption = Annotated[str | None, typer.Option("--session", help="Session id
 InteractiveOption = Annotated[bool | None, typer.Option("--interactive/--no-interactive", help="Use the full-screen countdown and ask questions in the terminal (default: when run in a terminal).")]
 AnswersOption = Annotated[Path | None, typer.Option("--answers", help="Follow-up answers from a JSON or TOML file: {question_id: answer}. Choice: a letter; order: letters like \"c a b d\"; numeric: a number; open: a self-rating 0-2 or {answer, rating}.", show_default=False)]
 
-L: dict[str, dict[str, str]] = {
-    "en": {
-        "title": "attnkata mock interview", "time_left": "Time left", "deadline": "deadline",
-        "problem": "problem", "diff": "level", "file": "your file", "status": "last check", "tests": "tests",
-        "hints": "hints", "first_pass": "first pass", "unchecked": "not checked", "folder": "Folder",
-        "keys": "[c] check  [v] statement  [h] hint (-10)  [n]/[p] problem  [s] submit  [q] leave  [?] help",
-        "back": "Press Enter to return to the countdown",
-        "watching": "Saving a file re-checks it. Leaving with q keeps the clock running.", "statement": "statement", "why": "why",
-        "left": "You left the interview; the clock keeps running ({left} left).",
-        "left_hint": "Come back with `kata mock resume`; `kata mock status` shows the time left.",
-        "time_up": "Time is up: your work at the deadline was submitted.",
-        "submitted": "Submitted.", "elsewhere": "The session was submitted from another terminal.",
-        "grading": "Grading {kata}…", "started": "Mock interview {id} started: {minutes} minutes, until {deadline}.",
-        "next_steps": "Edit the files in {folder}. Check with `kata mock check`, see the time with "
-                      "`kata mock status`, finish with `kata mock submit`.",
-        "fu_intro": "Follow-up questions ({n}). Type your answer and press Enter (empty line: skip for now).",
-        "fu_choice": "Answer with a letter", "fu_order": "Give all letters in the right order, e.g. `c a b`",
-        "fu_numeric": "A number (5.4e8, 512*1024 and 537M work too)", "fu_open": "Your answer (one line)",
-        "fu_model": "Model answer", "fu_rate": "Rate yourself: 0 missed it, 1 partly, 2 got it",
-        "fu_expected": "Expected", "fu_later": "Stopped; answer the rest later with `kata mock resume`.",
-        "fu_pending": "{n} follow-up question(s) are waiting. Answer them with `kata mock resume` in a "
-                      "terminal, or `kata mock answer --answers FILE` (question ids below).",
-        "saved": "Scorecard saved: {md} (and scorecard.json).",
-        "no_sessions": "No mock interviews yet. Start one with `kata mock start --minutes 30`.",
-        "trend": "Trend", "mistakes": "mistakes", "fixed": "fixed before the end",
-        "too_long": "warning: {names} suggest {total} minutes in all, more than this {minutes}-minute interview", "result": "result", "score": "score",
-        "not_attempted": "not attempted", "pending": "waiting for your answer",
-        "easy": "easy", "medium": "medium", "hard": "hard", "about": "~{n} min", "verdict": "verdict", "rule": "rule",
-        "total": "total", "coding": "coding", "followups": "follow-ups", "pending_verdict": "pending follow-ups",
-        "hint_cost": "(this hint costs {cost} points; {n} used on {kata})",
-        "no_more_hints": "No more hints for {kata}.", "state": "state", "abandoned": "Session {id} abandoned.",
-        "abandon_confirm": "Abandon mock session {id}? Nothing is graded.",
-    },
-    "zh": {
-        "title": "attnkata 模拟面试", "time_left": "剩余时间", "deadline": "截止",
-        "problem": "题目", "diff": "难度", "file": "你的文件", "status": "上次检查", "tests": "测试",
-        "hints": "提示", "first_pass": "首次通过", "unchecked": "未检查", "folder": "文件夹",
-        "keys": "[c] 检查  [v] 题面  [h] 提示（-10）  [n]/[p] 切换题目  [s] 交卷  [q] 离开  [?] 帮助",
-        "back": "按回车返回倒计时界面",
-        "watching": "保存文件会自动重新检查。按 q 离开后计时继续。", "statement": "题面", "why": "选题原因",
-        "left": "你离开了面试界面；计时仍在继续（剩余 {left}）。",
-        "left_hint": "用 `kata mock resume` 回来；`kata mock status` 查看剩余时间。",
-        "time_up": "时间到：已提交你在截止时的代码。",
-        "submitted": "已交卷。", "elsewhere": "本场已在另一个终端交卷。",
-        "grading": "正在评分 {kata}…", "started": "模拟面试 {id} 开始：{minutes} 分钟，截止 {deadline}。",
-        "next_steps": "在 {folder} 中编辑文件。用 `kata mock check` 检查，`kata mock status` 查看时间，"
-                      "`kata mock submit` 交卷。",
-        "fu_intro": "追问（共 {n} 题）。输入答案后按回车（空行：稍后再答）。",
-        "fu_choice": "输入字母作答", "fu_order": "按正确顺序写出所有字母，例如 `c a b`",
-        "fu_numeric": "输入一个数（也可写 5.4e8、512*1024、537M）", "fu_open": "你的回答（一行）",
-        "fu_model": "参考答案", "fu_rate": "给自己打分：0 没答到，1 部分答到，2 答到了",
-        "fu_expected": "参考答案", "fu_later": "已暂停；稍后用 `kata mock resume` 回答剩下的问题。",
-        "fu_pending": "还有 {n} 道追问等待回答。在终端中用 `kata mock resume` 回答，或用 "
-                      "`kata mock answer --answers FILE`（问题 id 见下）。",
-        "saved": "评分卡已保存：{md}（以及 scorecard.json）。",
-        "no_sessions": "还没有模拟面试记录。用 `kata mock start --minutes 30` 开始一场。",
-        "trend": "趋势", "mistakes": "错误", "fixed": "结束前已改正",
-        "too_long": "注意：{names} 的建议用时合计 {total} 分钟，超过了这场 {minutes} 分钟的面试", "result": "结果", "score": "得分",
-        "not_attempted": "未作答", "pending": "等待回答",
-        "easy": "简单", "medium": "中等", "hard": "困难", "about": "约 {n} 分钟", "verdict": "结论", "rule": "规则",
-        "total": "总分", "coding": "编码", "followups": "追问", "pending_verdict": "待回答追问",
-        "hint_cost": "（该提示扣 {cost} 分；{kata} 已用 {n} 个）",
-        "no_more_hints": "{kata} 没有更多提示了。", "state": "状态", "abandoned": "已放弃场次 {id}。",
-        "abandon_confirm": "放弃模拟面试 {id}？不会评分。",
-    },
-}
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "unchecked": "dim"}
 VERDICT_STYLE = {"strong hire": "bold green", "hire": "green", "lean no": "yellow", "no hire": "red"}
 
-
-def lab(lang: str, key: str, **params: object) -> str:
-    return L["zh" if lang == "zh" else "en"][key].format(**params)
 
 
 def _interactive(flag: bool | None) -> bool:
@@ -141,12 +73,12 @@ def screen(ctl: Controller) -> RenderableType:
     lang = s.lang
     left = s.remaining()
     colour = "green" if left > 600 else "yellow" if left > 120 else "bold red"
-    head = Text.assemble((f"{lab(lang, 'title')}   ", "bold"),
-                         (f"{lab(lang, 'time_left')} ", "bold"), (clock_text(left), f"bold {colour}"),
-                         (f"   {lab(lang, 'deadline')} {_when(s.deadline, '%H:%M')}", "dim"))
+    head = Text.assemble((f"{msg('mock.cli.title', lang)}   ", "bold"),
+                         (f"{msg('mock.cli.time_left', lang)} ", "bold"), (clock_text(left), f"bold {colour}"),
+                         (f"   {msg('mock.cli.deadline', lang)} {_when(s.deadline, '%H:%M')}", "dim"))
     table = Table(box=None, pad_edge=False, padding=(0, 1))
-    for col in ("", "#", lab(lang, "problem"), lab(lang, "file"), lab(lang, "status"),
-                lab(lang, "tests"), lab(lang, "hints"), lab(lang, "first_pass")):
+    for col in ("", "#", msg("mock.cli.problem", lang), msg("mock.cli.file", lang), msg("mock.cli.status", lang),
+                msg("mock.cli.tests", lang), msg("mock.cli.hints", lang), msg("mock.cli.first_pass", lang)):
         table.add_column(col)
     for i, p in enumerate(s.problems):
         info = sess.problem_summary(s, p)
@@ -155,7 +87,7 @@ def screen(ctl: Controller) -> RenderableType:
             status = "checking…"
         tests = "-" if info["total"] is None else f"{info['passed']}/{info['total']}"
         table.add_row("▶" if i == ctl.selected else "", str(i + 1), p.kata, p.file,
-                      Text(status if status != "unchecked" else lab(lang, "unchecked"),
+                      Text(status if status != "unchecked" else msg("mock.cli.unchecked", lang),
                            style=STATUS_STYLE.get(info["status"], "dim")),
                       tests, str(len(p.hints)), scorecard.fmt_duration(info["time_to_first_pass"]))
     parts: list[RenderableType] = [head, Text(""), table, Text("")]
@@ -164,8 +96,8 @@ def screen(ctl: Controller) -> RenderableType:
         body = Text(ctl.message.body) if ctl.message.body else Text("")
         parts.append(Panel(body, title=ctl.message.title, title_align="left", border_style=ctl.message.style)
                      if ctl.message.body else Text(ctl.message.title, style=ctl.message.style))
-    parts += [Text(""), Text(f"{lab(lang, 'folder')}: {s.folder}   ({s.id})", style="dim"),
-              Text(lab(lang, "watching"), style="dim"), Text(lab(lang, "keys"), style="bold")]
+    parts += [Text(""), Text(f"{msg('mock.cli.folder', lang)}: {s.folder}   ({s.id})", style="dim"),
+              Text(msg("mock.cli.watching", lang), style="dim"), Text(msg("mock.cli.keys", lang), style="bold")]
     return Group(*parts)
 
 
@@ -176,8 +108,8 @@ def _detail(ctl: Controller) -> RenderableType:
     p = s.problems[ctl.selected]
     lines = Text()
     lines.append(f"{p.title[lang]}", style="bold")
-    lines.append(f" ({lab(lang, p.difficulty)}, {lab(lang, 'about', n=p.minutes)})\n", style="dim")
-    lines.append(f"{lab(lang, 'statement')}: {p.statement}   {lab(lang, 'why')}: {p.reason[lang]}\n", style="dim")
+    lines.append(f" ({msg('mock.cli.' + p.difficulty, lang)}, {msg('mock.cli.about', lang, n=p.minutes)})\n", style="dim")
+    lines.append(f"{msg('mock.cli.statement', lang)}: {p.statement}   {msg('mock.cli.why', lang)}: {p.reason[lang]}\n", style="dim")
     last = p.last_check
     if last is not None:
         lines.append(f"{last['status'].upper()} ", style=STATUS_STYLE.get(last["status"], "red"))
@@ -190,12 +122,12 @@ def _detail(ctl: Controller) -> RenderableType:
             failed = [t for t in result.get("tests", []) if t["status"] not in ("pass", "skip")]
             shown: set[str] = set()
             for test in failed:
-                msg = test["message"].splitlines()[0] if test["message"] else ""
-                if msg in shown or len(shown) == 3:
+                first_line = test["message"].splitlines()[0] if test["message"] else ""
+                if first_line in shown or len(shown) == 3:
                     continue  # one line per distinct failure: a crash repeats the same message
-                shown.add(msg)
+                shown.add(first_line)
                 lines.append(f"  ✗ {test['id']}", style="red")
-                lines.append(f"  {msg[:140]}\n", style="default")
+                lines.append(f"  {first_line[:140]}\n", style="default")
             if len(failed) > len(shown):
                 lines.append(f"  … {len(failed)} failing\n", style="dim")
     return lines
@@ -211,7 +143,7 @@ def show_statement(path: Path, lang: str) -> None:
         out.print(Markdown(text))
     cmd = (os.environ.get("MANPAGER") or os.environ.get("PAGER") or "").split()
     if pydoc.getpager() is pydoc.plainpager or (cmd and Path(cmd[0]).name in ("cat", "tee")):
-        _read(lab(lang, "back"))  # the pager did not wait: keep the text on screen until Enter
+        _read(msg("mock.cli.back", lang))  # the pager did not wait: keep the text on screen until Enter
 
 
 def run_screen(folder: Path) -> str:
@@ -251,14 +183,14 @@ def run_screen(folder: Path) -> str:
         grader.close()
     lang = ctl.s.lang
     if ctl.ended == QUIT:
-        out.print(lab(lang, "left", left=clock_text(sess.load(folder).remaining())), style="yellow")
-        out.print(lab(lang, "left_hint"))
+        out.print(msg("mock.cli.left", lang, left=clock_text(sess.load(folder).remaining())), style="yellow")
+        out.print(msg("mock.cli.left_hint", lang))
     elif ctl.ended == DEADLINE:
-        out.print(lab(lang, "time_up"), style="bold yellow")
+        out.print(msg("mock.cli.time_up", lang), style="bold yellow")
     elif ctl.ended == ELSEWHERE:
-        out.print(lab(lang, "elsewhere"), style="yellow")
+        out.print(msg("mock.cli.elsewhere", lang), style="yellow")
     else:
-        out.print(lab(lang, "submitted"), style="bold")
+        out.print(msg("mock.cli.submitted", lang), style="bold")
     return ctl.ended or QUIT
 
 
@@ -267,15 +199,15 @@ def print_session(s: Session) -> None:
     lang = s.lang
     state = s.state
     if state == sess.ACTIVE:
-        head = Text.assemble((f"{s.id}  ", "bold"), (f"{lab(lang, 'time_left')} ", "bold"),
+        head = Text.assemble((f"{s.id}  ", "bold"), (f"{msg('mock.cli.time_left', lang)} ", "bold"),
                              (clock_text(s.remaining()), "bold green" if s.remaining() > 600 else "bold yellow"),
-                             (f"  ({lab(lang, 'deadline')} {_when(s.deadline)})", "dim"))
+                             (f"  ({msg('mock.cli.deadline', lang)} {_when(s.deadline)})", "dim"))
     else:
-        head = Text.assemble((f"{s.id}  ", "bold"), (f"{lab(lang, 'state')}: {state}", "yellow"))
+        head = Text.assemble((f"{s.id}  ", "bold"), (f"{msg('mock.cli.state', lang)}: {state}", "yellow"))
     out.print(head)
     table = Table(box=None, pad_edge=False, padding=(0, 1))
-    for col in ("#", lab(lang, "problem"), lab(lang, "file"), lab(lang, "status"), lab(lang, "tests"),
-                lab(lang, "hints"), lab(lang, "first_pass")):
+    for col in ("#", msg("mock.cli.problem", lang), msg("mock.cli.file", lang), msg("mock.cli.status", lang), msg("mock.cli.tests", lang),
+                msg("mock.cli.hints", lang), msg("mock.cli.first_pass", lang)):
         table.add_column(col)
     for i, p in enumerate(s.problems, 1):
         info = sess.problem_summary(s, p)
@@ -284,7 +216,7 @@ def print_session(s: Session) -> None:
                       Text(info["status"], style=STATUS_STYLE.get(info["status"], "dim")), tests,
                       str(len(p.hints)), scorecard.fmt_duration(info["time_to_first_pass"]))
     out.print(table)
-    out.print(f"{lab(lang, 'folder')}: {s.folder}", style="dim")
+    out.print(f"{msg('mock.cli.folder', lang)}: {s.folder}", style="dim")
 
 
 def print_card(card: dict[str, Any], folder: Path | None = None) -> None:
@@ -294,21 +226,21 @@ def print_card(card: dict[str, Any], folder: Path | None = None) -> None:
     if card["final"]:
         verdict = scorecard.verdict_name(card["verdict"], lang).upper()
         head = Text.assemble((verdict, VERDICT_STYLE.get(card["verdict"], "bold")),
-                             f"   {lab(lang, 'total')} {card['total']:.0f}/100 ({lab(lang, 'coding')} "
-                             f"{card['coding']:.0f}, {lab(lang, 'followups')} {fu_pct})")
-        body: list[RenderableType] = [head, Text(f"{lab(lang, 'rule')}: {card['rule'][lang]}", style="dim")]
+                             f"   {msg('mock.cli.total', lang)} {card['total']:.0f}/100 ({msg('mock.cli.coding', lang)} "
+                             f"{card['coding']:.0f}, {msg('mock.cli.followups', lang)} {fu_pct})")
+        body: list[RenderableType] = [head, Text(f"{msg('mock.cli.rule', lang)}: {card['rule'][lang]}", style="dim")]
     else:
-        body = [Text(f"{lab(lang, 'verdict')}: {lab(lang, 'pending_verdict')}   {lab(lang, 'coding')} "
+        body = [Text(f"{msg('mock.cli.verdict', lang)}: {msg('mock.cli.pending_verdict', lang)}   {msg('mock.cli.coding', lang)} "
                      f"{card['coding']:.0f}/100", style="yellow")]
     table = Table(box=None, pad_edge=False, padding=(0, 1))
-    for col in (lab(lang, "problem"), lab(lang, "result"), lab(lang, "tests"), lab(lang, "first_pass"),
-                lab(lang, "hints"), lab(lang, "score"), lab(lang, "mistakes")):
+    for col in (msg("mock.cli.problem", lang), msg("mock.cli.result", lang), msg("mock.cli.tests", lang), msg("mock.cli.first_pass", lang),
+                msg("mock.cli.hints", lang), msg("mock.cli.score", lang), msg("mock.cli.mistakes", lang)):
         table.add_column(col)
     for p in card["problems"]:
-        shown = p["status"] if p["attempted"] else lab(lang, "not_attempted")
+        shown = p["status"] if p["attempted"] else msg("mock.cli.not_attempted", lang)
         table.add_row(p["kata"], Text(shown, style=STATUS_STYLE.get(p["status"], "red")),
                       scorecard.tiers_text(p["tiers"]), scorecard.fmt_duration(p["time_to_first_pass"]),
-                      str(p["hints"]), f"{p['score']:.0f}", ", ".join(m["id"] + (f" ({lab(lang, 'fixed')})" if m.get("fixed") else "") for m in p["mistakes"]) or "-")
+                      str(p["hints"]), f"{p['score']:.0f}", ", ".join(m["id"] + (f" ({msg('mock.cli.fixed', lang)})" if m.get("fixed") else "") for m in p["mistakes"]) or "-")
     body += [Text(""), table]
     for p in card["problems"]:
         if p["note"]:
@@ -319,11 +251,11 @@ def print_card(card: dict[str, Any], folder: Path | None = None) -> None:
             ft.add_column(col)
         for q in fu["questions"]:
             ft.add_row(q["id"], q["kind"], f"{q['points']}/{q['max']}" if q["answered"] else "-",
-                       q["feedback"][lang] if q["feedback"] else lab(lang, "pending"))
-        body += [Text(""), Text(f"{lab(lang, 'followups')} {fu['points']}/{fu['max']} ({fu_pct})", style="bold"), ft]
-    out.print(Panel(Group(*body), title=f"{scorecard.LABELS[lang]['title']} · {card['session']}", title_align="left"))
+                       q["feedback"][lang] if q["feedback"] else msg("mock.cli.pending", lang))
+        body += [Text(""), Text(f"{msg('mock.cli.followups', lang)} {fu['points']}/{fu['max']} ({fu_pct})", style="bold"), ft]
+    out.print(Panel(Group(*body), title=f"{msg('scorecard.title', lang)} · {card['session']}", title_align="left"))
     if folder is not None:
-        out.print(lab(lang, "saved", md=folder / "scorecard.md"), style="dim")
+        out.print(msg("mock.cli.saved", lang, md=folder / "scorecard.md"), style="dim")
 
 
 # -- follow-up questions in the terminal --------------------------------------------------
@@ -333,7 +265,7 @@ def ask_followups(folder: Path) -> Session:
     lang = s.lang
     todo = [q for q in s.questions if q["id"] not in s.answers]
     if todo:
-        out.print(Text(lab(lang, "fu_intro", n=len(todo)), style="bold"))
+        out.print(Text(msg("mock.cli.fu_intro", lang, n=len(todo)), style="bold"))
     for i, q in enumerate(todo, 1):
         out.print()
         out.print(Text.assemble((f"[{i}/{len(todo)}] ", "dim"), (q["prompt"][lang], "bold"),
@@ -342,14 +274,14 @@ def ask_followups(folder: Path) -> Session:
             out.print(f"  {followups.LETTERS[j]}) {opt[lang]}")
         raw = _ask_one(q, lang)
         if raw is None:
-            out.print(lab(lang, "fu_later"), style="yellow")
+            out.print(msg("mock.cli.fu_later", lang), style="yellow")
             return sess.load(folder)
         s = grading.answer(folder, {q["id"]: raw}, finalize=False)
         got = s.answers[q["id"]]
         style = {"correct": "green", "partial": "yellow", "rated": "cyan"}.get(got["status"], "red")
         line = Text(f"{got['points']}/{got['max']}  {got['feedback'][lang]}", style=style)
         if q["kind"] != "open" and got["status"] != "correct":
-            line.append(f"  {lab(lang, 'fu_expected')}: {got['expected'][lang]}", style="default")
+            line.append(f"  {msg('mock.cli.fu_expected', lang)}: {got['expected'][lang]}", style="default")
         out.print(line)
         if q["answer"] and q["kind"] != "open":
             out.print(Text(q["answer"][lang], style="dim"))
@@ -372,7 +304,7 @@ def _ask_one(q: dict[str, Any], lang: str) -> Any:
     hint = {"choice": "fu_choice", "order": "fu_order", "numeric": "fu_numeric", "open": "fu_open"}[q["kind"]]
     suffix = f" [{q['unit']}]" if q["unit"] else ""
     while True:
-        raw = _read(lab(lang, hint) + suffix)
+        raw = _read(msg("mock.cli." + hint, lang) + suffix)
         if raw is None or not raw.strip():
             return None
         if parse is None:
@@ -382,9 +314,9 @@ def _ask_one(q: dict[str, Any], lang: str) -> Any:
             return raw
         except followups.AnswerError as exc:
             out.print(exc.text[lang], style="red")
-    out.print(Panel(Markdown(q["answer"][lang]), title=lab(lang, "fu_model"), title_align="left", border_style="cyan"))
+    out.print(Panel(Markdown(q["answer"][lang]), title=msg("mock.cli.fu_model", lang), title_align="left", border_style="cyan"))
     while True:
-        rating = _read(lab(lang, "fu_rate"))
+        rating = _read(msg("mock.cli.fu_rate", lang))
         if rating is None:
             return None
         try:
@@ -397,7 +329,7 @@ def _ask_one(q: dict[str, Any], lang: str) -> Any:
 def _grade(s: Session, quiet: bool) -> Session:
     def progress(kata: str) -> None:
         if not quiet:
-            err.print(lab(s.lang, "grading", kata=kata), style="dim")
+            err.print(msg("mock.cli.grading", s.lang, kata=kata), style="dim")
 
     return grading.grade_session(s.folder, progress=progress)
 
@@ -419,7 +351,7 @@ def finish(s: Session, *, interactive: bool, json_out: bool, answers: Path | Non
     print_card(s.card, s.folder)
     if s.state == sess.FOLLOWUPS:
         pending = [q["id"] for q in s.questions if q["id"] not in s.answers]
-        out.print(lab(s.lang, "fu_pending", n=len(pending)), style="yellow")
+        out.print(msg("mock.cli.fu_pending", s.lang, n=len(pending)), style="yellow")
         for qid in pending:
             out.print(f"  {qid}")
 
@@ -460,18 +392,18 @@ def start(
     suggested = sum(p.kata.minutes for p in picks)
     if suggested > minutes:  # the user's own choice: said once, on stderr (the clock is running)
         names = ", ".join(f"{p.kata.id} ({p.kata.minutes} min)" for p in picks)
-        err.print(lab(lang, "too_long", names=names, total=suggested, minutes=minutes), style="yellow", highlight=False)
+        err.print(msg("mock.cli.too_long", lang, names=names, total=suggested, minutes=minutes), style="yellow", highlight=False)
     if json_out:
         print_json(s.summary())
         return
-    out.print(lab(lang, "started", id=s.id, minutes=minutes, deadline=_when(s.deadline, "%H:%M")), style="bold")
+    out.print(msg("mock.cli.started", lang, id=s.id, minutes=minutes, deadline=_when(s.deadline, "%H:%M")), style="bold")
     for i, p in enumerate(s.problems, 1):
-        out.print(f"  {i}. {p.title[lang]} ({p.kata}, {lab(lang, p.difficulty)}, {lab(lang, 'about', n=p.minutes)})"
+        out.print(f"  {i}. {p.title[lang]} ({p.kata}, {msg('mock.cli.' + p.difficulty, lang)}, {msg('mock.cli.about', lang, n=p.minutes)})"
                   f" — {p.reason[lang]}")
     if _interactive(interactive):
         _screen_then_finish(s.folder)
     else:
-        out.print(lab(lang, "next_steps", folder=s.folder))
+        out.print(msg("mock.cli.next_steps", lang, folder=s.folder))
 
 
 def _screen_then_finish(folder: Path) -> None:
@@ -493,7 +425,7 @@ def resume(session: SessionOption = None, interactive: InteractiveOption = None)
             _screen_then_finish(s.folder)
         else:
             print_session(s)
-            out.print(lab(s.lang, "next_steps", folder=s.folder))
+            out.print(msg("mock.cli.next_steps", s.lang, folder=s.folder))
         return
     if s.state == sess.ABANDONED:
         raise UsageError(f"session {s.id} was abandoned")
@@ -510,7 +442,7 @@ def status(session: SessionOption = None, json_out: JsonOption = False) -> None:
         return
     print_session(s)
     if s.state == sess.SUBMITTED:
-        out.print(lab(s.lang, "time_up") + "  → kata mock submit", style="yellow")
+        out.print(msg("mock.cli.time_up", s.lang) + "  → kata mock submit", style="yellow")
 
 
 @mock_app.command()
@@ -564,11 +496,11 @@ def hint(
     s = sess.close_if_due(s.folder)
     got = sess.take_hint(s.folder, kata)
     if got is None:
-        out.print(lab(s.lang, "no_more_hints", kata=s.problem(kata).kata))
+        out.print(msg("mock.cli.no_more_hints", s.lang, kata=s.problem(kata).kata))
         return
     p, hid, text = got
     out.print(Text.assemble((f"{p.kata} · {hid}  ", "bold"),
-                            (lab(s.lang, "hint_cost", cost=scorecard.HINT_COST, n=len(p.hints), kata=p.kata), "yellow")))
+                            (msg("mock.cli.hint_cost", s.lang, cost=scorecard.HINT_COST, n=len(p.hints), kata=p.kata), "yellow")))
     out.print(text)
 
 
@@ -658,10 +590,10 @@ def history(
         print_json({"sessions": rows, "trend": trend})
         return
     if not rows:
-        out.print(lab(lang, "no_sessions"))
+        out.print(msg("mock.cli.no_sessions", lang))
         return
     table = Table(title="mock interviews", box=None, pad_edge=False, padding=(0, 1))
-    for col in ("id", "problems", "state", lab(lang, "total"), lab(lang, "followups"), lab(lang, "verdict")):
+    for col in ("id", "problems", "state", msg("mock.cli.total", lang), msg("mock.cli.followups", lang), msg("mock.cli.verdict", lang)):
         table.add_column(col)
     for r in rows:
         verdict = r["verdict"]
@@ -674,7 +606,7 @@ def history(
         bars = "▁▂▃▄▅▆▇█"
         spark = "".join(bars[min(7, int(x / 100 * 8))] for x in scores[-20:])
         change = "" if trend["change"] is None else f"  {trend['change']:+.0f} vs previous"
-        out.print(f"{lab(lang, 'trend')}: {spark}  last {trend['last']:.0f}, best {trend['best']:.0f}, "
+        out.print(f"{msg('mock.cli.trend', lang)}: {spark}  last {trend['last']:.0f}, best {trend['best']:.0f}, "
                   f"mean of last 3 {trend['mean_last_3']:.0f}{change}")
 
 
@@ -690,13 +622,13 @@ def abandon(
     if not yes and s.state in (sess.ACTIVE, sess.SUBMITTED):
         if not sys.stdin.isatty():
             raise UsageError("abandoning loses the session's work", "pass --yes to abandon it")
-        if not typer.confirm(lab(s.lang, "abandon_confirm", id=s.id), default=False):
+        if not typer.confirm(msg("mock.cli.abandon_confirm", s.lang, id=s.id), default=False):
             raise typer.Exit(1)
     s = grading.abandon(s.folder)
     if s.card is not None and s.state == sess.DONE:
         print_card(s.card, s.folder)
     else:
-        out.print(lab(s.lang, "abandoned", id=s.id))
+        out.print(msg("mock.cli.abandoned", s.lang, id=s.id))
 
 
 def register(app: typer.Typer) -> None:

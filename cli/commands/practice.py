@@ -16,6 +16,7 @@ import typer
 
 from attnkata.checker import catalog, workspace
 from attnkata.checker.errors import UsageError
+from attnkata.checker.messages import msg
 from attnkata.checker.store import History
 from attnkata.cli.console import err, out, print_json
 from attnkata.cli.options import JsonOption, LangOption, resolve_lang
@@ -237,8 +238,8 @@ def _catalogue_hint(mistake_id: str) -> catalog.Hint | None:
     if mistake_id not in mistakes.catalogue():
         return None
     m = mistakes.get(mistake_id)
-    text = catalog.Text(en=f"{m.render('title', 'en')}. {m.render('fix', 'en')}",
-                        zh=f"{m.render('title', 'zh')}。{m.render('fix', 'zh')}")
+    text = catalog.Text(**{lang: msg("hint.title_and_fix", lang, title=m.render("title", lang),
+                                      fix=m.render("fix", lang)) for lang in catalog.LANGS})
     return catalog.Hint(text=text, mistake=mistake_id)
 
 
@@ -265,7 +266,7 @@ def hint(
                 # No hint written for this mistake in kata.toml: the catalogue's fix serves as one.
                 targeted = k.hint_for(mid) or _catalogue_hint(mid)
                 if targeted and f"mistake:{mid}" not in shown:
-                    chosen, label = targeted, f"for the mistake {mid}" if lang == "en" else f"针对错误 {mid}"
+                    chosen, label = targeted, msg("hint.for_mistake", lang, id=mid)
                     hid = f"mistake:{mid}"
                     break
         if chosen is None:
@@ -275,8 +276,7 @@ def hint(
             chosen, hid = hints[n - 1], f"level:{n}"
             label = f"{n}/{len(hints)}"
         h.record_event(k.id, "hint", {"id": hid})
-    title = "Hint" if lang == "en" else "提示"
-    out.print(f"[bold]{title} {label}[/] ({k.id})")
+    out.print(f"[bold]{msg('hint.title', lang)} {label}[/] ({k.id})")
     out.print(chosen.text.get(lang))
 
 
