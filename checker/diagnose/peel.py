@@ -120,8 +120,8 @@ def peel(
 ) -> Peeling | None:
     """Greedy peeling of the candidate's deviation (see the module docstring). `index[i]` is
     probes[i]'s index in the kata's probe list (the cache key); `outs[id][variant][i]` the
-    single mutants' observations."""
-    t0 = time.perf_counter()
+    single mutants' observations; `budget_s`: CPU seconds of this process."""
+    t0 = time.process_time()
     sizes = _sizes(ref)
     n_probes = len(probes)
     dev0 = [differs(c, r, n) for c, r, n in zip(cand, ref, sizes, strict=True)]
@@ -164,7 +164,7 @@ def peel(
         scored: list[tuple[float, tuple[str, int], list[Observed]]] = []
         best = 0.0
         for key in pool:
-            if time.perf_counter() - t0 > budget_s:
+            if time.process_time() - t0 > budget_s:
                 break
             combo = tuple(sorted([*chosen, key]))
             variant = combos.variant(combo) if chosen else {}
@@ -175,7 +175,12 @@ def peel(
             for i, r in zip(order, room, strict=True):
                 if gain + bound < best:
                     break
-                got[i] = combos.obs(combo, i, variant) if chosen else outs[key[0]][key[1]][i]
+                if not chosen:
+                    got[i] = outs[key[0]][key[1]][i]
+                elif touches[key][i].any():
+                    got[i] = combos.obs(combo, i, variant)
+                else:  # a mistake that changes nothing here alone: taken as changing nothing (checked below)
+                    got[i] = base[i]
                 gain += _probe_gain(cand[i], got[i], uncovered[i], sizes[i])
                 bound -= r
             else:
@@ -207,6 +212,28 @@ def peel(
         base, uncovered = got, new_dev
     if not steps:
         return None
+    if len(chosen) > 1:  # the final combination run on every probe
+        combo = tuple(sorted(chosen))
+        variant = combos.variant(combo)
+        base = [combos.obs(combo, i, variant) for i in range(n_probes)]
+        uncovered = [differs(c, b, n) for c, b, n in zip(cand, base, sizes, strict=True)]
+    if len(chosen) > 1 and any(u.any() for u in uncovered):
+        # A spelling chosen early may not be the one that combines with the later mistakes:
+        # try each mistake's other spellings in the final combination.
+        for k, (mid, vi) in enumerate(list(chosen)):
+            for other in range(len(variants[mid])):
+                if other == vi or time.process_time() - t0 > budget_s:
+                    continue
+                trial = [*chosen[:k], (mid, other), *chosen[k + 1:]]
+                combo = tuple(sorted(trial))
+                variant = combos.variant(combo)
+                if variant is None:
+                    continue
+                got = [combos.obs(combo, i, variant) for i in range(n_probes)]
+                new_dev = [differs(c, g, n) for c, g, n in zip(cand, got, sizes, strict=True)]
+                if sum(_share(d) for d in new_dev) < sum(_share(u) for u in uncovered):
+                    chosen, base, uncovered = trial, got, new_dev
+                    steps[k].variant, vi = other, other
     final = tuple(sorted(chosen))
     for step in steps:
         rest = tuple(k for k in final if k != (step.mid, step.variant))
