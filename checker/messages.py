@@ -3,8 +3,9 @@
 Kata-specific text lives in each kata.toml and the mistake catalogue (checker/diagnose/); this
 catalogue holds the sentences of the engine, the CLI, mock interviews, problem sets and the HTML
 page. It is one key space merged from a few data modules: the engine's own sentences below, and
-messages_mock.py ("mock.", "scorecard."), messages_sets.py ("report.", "handout.", "readme.") and
-messages_ui.py ("render.", "grid.", "progress.", "mistakes.", "html.", "cli.", "schedule.").
+messages_mock.py ("mock.", "scorecard."), messages_sets.py ("report.", "handout.", "readme.",
+"grade.", "similarity.") and messages_ui.py ("render.", "grid.", "progress.", "mistakes.",
+"html.", "hint.", "notebook.", "schedule.", "list_sep"). A key is defined once (checked here).
 
 `msg(key, lang, **params)` formats one (English for any language but "zh"); `phrase(key, ...)`
 defers the choice of language; `both(key, ...)` gives {"en": ..., "zh": ...} for text stored in

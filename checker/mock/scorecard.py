@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from attnkata.checker import catalog
 from attnkata.checker.messages import both, msg, phrase
 from attnkata.checker.mock import session as sess
 from attnkata.checker.mock.followups import LETTERS, MAX_POINTS
@@ -32,14 +33,13 @@ VERDICTS = ("strong hire", "hire", "lean no", "no hire")
 # The numbers the scale, the scoring text and the rules quote.
 _LIMITS = {"strong_total": STRONG_TOTAL, "hire_total": HIRE_TOTAL, "lean_total": LEAN_TOTAL,
            "strong_followups": STRONG_FOLLOWUPS, "strong_max_hints": STRONG_MAX_HINTS}
-LANGS = ("en", "zh")
 SCALE = {lang: [msg(f"scorecard.scale.{v.replace(' ', '_')}", lang, **_LIMITS) for v in VERDICTS]
-         for lang in LANGS}
+         for lang in catalog.LANGS}
 SCORING = {lang: [msg("scorecard.scoring.problem", lang, hint_cost=HINT_COST),
                   msg("scorecard.scoring.total", lang, coding_share=CODING_SHARE,
                       followup_share=1 - CODING_SHARE),
                   msg("scorecard.scoring.followups", lang)]
-           for lang in LANGS}
+           for lang in catalog.LANGS}
 
 
 def tier_score(tiers: dict[str, list[int]]) -> float:
