@@ -248,3 +248,23 @@ MESSAGES.update({
                         "statements, comments and formatting. Check them yourself before acting.",
                         "以下提交在改名、调换无依赖语句顺序、去掉注释与格式之后几乎相同。请人工核实。"),
 })
+
+# `kata set export` (checker/sets/export.py): where the autograder gets attnkata from.
+MESSAGES.update({
+    "export.wheel_or_index": ("--wheel ships a wheel; --from-index/--index-url install from an index: pick one",
+                              "--wheel 随附一个 wheel；--from-index/--index-url 从包索引安装：二者只能选一个"),
+    "export.bad_index": ("--index-url {url} is not a URL (https://..., http://... or file://...)",
+                         "--index-url {url} 不是 URL（应为 https://...、http://... 或 file://...）"),
+    "export.not_a_wheel": ("{path} is not an attnkata wheel", "{path} 不是 attnkata 的 wheel"),
+    "export.not_a_wheel_hint": ("leave --wheel out: the export builds the wheel of this attnkata itself",
+                                "去掉 --wheel 即可：导出时会自动生成当前 attnkata 的 wheel"),
+    "export.note_built": ("the autograder installs attnkata from {wheel}, built from this installation and "
+                          "carried in the export (with constraints.txt: the versions of its dependencies)",
+                          "自动评分器从 {wheel} 安装 attnkata：它由当前安装生成并随导出附带"
+                          "（另附 constraints.txt：依赖的版本）"),
+    "export.note_wheel": ("the autograder installs attnkata from the wheel you gave, {wheel}, carried in the export",
+                          "自动评分器从你提供的 wheel（{wheel}）安装 attnkata，它随导出附带"),
+    "export.note_index": ("the autograder installs attnkata {version} from {index} when its image is built: "
+                          "it builds only if that index has this version",
+                          "自动评分器在构建镜像时从 {index} 安装 attnkata {version}：只有该索引提供这个版本时才能构建成功"),
+})

@@ -139,7 +139,12 @@ def test_exported_gradescope_autograder_runs_under_a_fake_root(graded, tmp_path)
         assert (z.getinfo("run_autograder").external_attr >> 16) & 0o111
         setup = z.read("setup.sh").decode()
         z.extractall(tmp_path / "root" / "source")
-    assert "download.pytorch.org/whl/cpu" in setup and "attnkata==" in setup and "torch==" in setup
+    # The default export carries this attnkata's wheel and the versions it runs with: it never
+    # installs attnkata from an index that may not have it.
+    assert "download.pytorch.org/whl/cpu" in setup and "torch==" in setup and "attnkata==" not in setup
+    wheels = [n for n in names if n.startswith("wheels/attnkata-") and n.endswith(".whl")]
+    assert len(wheels) == 1 and f'"$HERE/{wheels[0]}"' in setup and '-c "$HERE/constraints.txt"' in setup
+    assert "torch==" in zipfile.ZipFile(zpath).read("constraints.txt").decode()
     root = tmp_path / "root"
     script = root / "source" / "run_autograder"
     script.chmod(0o755)  # zipfile does not restore modes; Gradescope's unzip does
@@ -157,7 +162,9 @@ def test_exported_prairielearn_grader_runs_under_a_fake_root(graded, tmp_path):
     info = json.loads((tmp_path / "pl" / "info.json").read_text())["externalGradingOptions"]
     assert info["enabled"] is True and info["entrypoint"] == "/grade/serverFilesCourse/attnkata/run.sh"
     assert info["serverFilesCourse"] == ["attnkata/"] and info["timeout"] > 0
-    assert "FROM python:3.12" in (tmp_path / "pl" / "Dockerfile").read_text()
+    docker = (tmp_path / "pl" / "Dockerfile").read_text()
+    assert "FROM python:3.12" in docker and "/tmp/attnkata/wheels/attnkata-" in docker
+    assert len(list((tmp_path / "pl" / "wheels").glob("attnkata-*.whl"))) == 1
     root = tmp_path / "grade"
     shutil.copytree(tmp_path / "pl" / "serverFilesCourse", root / "serverFilesCourse")
     (root / "student").mkdir()
@@ -185,5 +192,16 @@ def test_exported_github_workflow_has_a_step_per_kata_and_the_reporter(graded, t
     assert reporter["with"]["runners"] == "sdpa,causal-mask"
     assert reporter["env"]["CAUSAL-MASK_RESULTS"] == "${{ steps.causal-mask.outputs.result }}"
     assert (tmp_path / "repo" / ".github" / "attnkata" / "set" / "instructor" / "manifest.json").is_file()
+    # --index-url: no wheel carried; attnkata at this version from that index.
+    res = kata("set", "export", graded.bundle, "--to", "github-classroom", "--out", tmp_path / "idx",
+               "--index-url", "https://example.org/simple")
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "idx" / ".github" / "workflows" / "classroom.yml").read_text()
+    assert '--index-url https://example.org/simple "attnkata==' in text and "wheels/" not in text
+    assert not (tmp_path / "idx" / ".github" / "attnkata" / "wheels").exists()
+    assert "example.org" in " ".join(res.stderr.split())
+    res = kata("set", "export", graded.bundle, "--to", "gradescope", "--out", tmp_path / "both", "--from-index",
+               "--wheel", REPO / "pyproject.toml")
+    assert res.exit_code == 2 and "pick one" in " ".join(res.stderr.split())
     res = kata("set", "export", graded.bundle, "--to", "moodle", "--out", tmp_path / "m")
     assert res.exit_code == 2

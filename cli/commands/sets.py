@@ -277,13 +277,20 @@ def export(
     out_path: Annotated[Path, typer.Option("--out", help="gradescope: the zip (or a folder for autograder.zip); "
                                            "prairielearn: a new folder; github-classroom: the template repository.",
                                            show_default=False)],
-    wheel: Annotated[Path | None, typer.Option("--wheel", help="Ship this attnkata wheel instead of installing "
-                                               "attnkata from PyPI.", show_default=False)] = None,
+    wheel: Annotated[Path | None, typer.Option("--wheel", help="Ship this attnkata wheel (default: the wheel of "
+                                               "this attnkata, built at export time).", show_default=False)] = None,
+    from_index: Annotated[bool, typer.Option("--from-index", help="Carry no wheel: the autograder installs "
+                                             "attnkata at this version from PyPI (or --index-url).")] = False,
+    index_url: Annotated[str | None, typer.Option("--index-url", help="The package index that has this attnkata "
+                                                  "(implies --from-index).", show_default=False)] = None,
 ) -> None:
     """Package the set as a platform's autograder (see the README's instructors section)."""
     from attnkata.checker.sets.export import export_set
 
-    written = export_set(bundle, target, out_path, wheel)
+    with err.status("exporting (building the attnkata wheel)..."):
+        written, notes = export_set(bundle, target, out_path, wheel, from_index=from_index, index_url=index_url)
+    for note in notes:
+        err.print(Text.assemble(("note:", "cyan"), f" {note}"), highlight=False)
     out.print(f"[green]Exported[/] {bundle} for {target}: {written}", highlight=False)
 
 
