@@ -44,9 +44,8 @@ class WheelError(KataError):
 
 
 def package_root() -> Path:
-    import attnkata
-
-    return Path(attnkata.__file__).resolve().parent
+    """The folder `attnkata` is imported from (a checkout's root, or site-packages/attnkata)."""
+    return Path(__file__).resolve().parents[2]  # <root>/checker/sets/package.py
 
 
 def build_wheel(dest: Path) -> Path:
