@@ -35,14 +35,38 @@ def limits_for(timeout: float | None, kata: catalog.Kata | None = None) -> Limit
     return Limits(call_timeout=timeout, total_timeout=round(timeout * CALLS_IN_TOTAL, 3))
 
 
+def is_own_file(kata: catalog.Kata, path: Path) -> bool:
+    """Is `path` the candidate's practice file for `kata`: the workspace file, or the file a
+    `kata start --dir` made? Only those count as the candidate's own attempts by default; a
+    classmate's file or an example graded out of curiosity must not move `kata next`."""
+    import json
+
+    from attnkata.checker import workspace
+    from attnkata.checker.store import History
+
+    target = path.resolve()
+    if target == workspace.solution_path(kata).resolve():
+        return True
+    with History() as h:
+        started = [json.loads(e["detail"]).get("file") for e in h.events(kata.id, "start")]
+    return any(isinstance(f, str) and f != "notebook" and Path(f).resolve() == target for f in started)
+
+
 def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang: str = "en",
-          record: bool = True, mode: str = "practice", cancel: threading.Event | None = None,
+          record: bool | None = None, mode: str = "practice", cancel: threading.Event | None = None,
           progress: Callable[[str], None] | None = None, again: bool = False) -> Result:
-    """Grade the file at `path` and (unless `record` is false) add the attempt to the history.
+    """Grade the file at `path` and add the attempt to the history when `record` says so
+    (None: when it is the candidate's own practice file, `is_own_file`).
 
     `again`: this process will grade again soon (`kata watch`): the next check's sandboxed
     process is started as soon as this one ends.
     A cancelled (CheckCancelled) or interrupted (KeyboardInterrupt) check records nothing."""
+    from attnkata.checker.static import read_source, require_file
+
+    # First thing, before the sandbox and ~1-2 s of imports: what is graded is the file as it
+    # was when the check was asked for, not a save made while torch loads.
+    require_file(kata, path, lang)
+    preread = read_source(path, lang)
     from attnkata.checker.sandbox import host
 
     if again:
@@ -51,9 +75,11 @@ def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang:
     host.prestart(warm=host.warm_ups_for(kata.grader_path))
     from attnkata.checker.runner import check as run_check
 
+    if record is None:
+        record = is_own_file(kata, path)
     t0 = time.time()
     result = run_check(kata, path, limits=limits_for(timeout, kata), lang=lang, cancel=cancel, progress=progress,
-                       keep_session=again)
+                       keep_session=again, preread=preread)
     if record:
         from attnkata.checker.store import History
 
@@ -61,29 +87,31 @@ def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang:
         with History() as h:
             h.record_attempt(kata.id, result.status, sum(p for p, _ in counts.values()),
                              sum(t for _, t in counts.values()), time.time() - t0, str(path),
-                             [d.id for d in result.diagnostics if d.is_error], mode=mode)
+                             # (the untouched skeleton is where practice starts, not a mistake)
+                             [d.id for d in result.diagnostics if d.is_error and d.id != "untouched-skeleton"],
+                             mode=mode)
     return result
 
 
 def check(kata: str, source: str | None = None, path: str | Path | None = None, *, lang: str | None = None,
-          timeout: float | None = None, record: bool = True, mode: str = "api") -> Result:
+          timeout: float | None = None, record: bool | None = None, mode: str = "api") -> Result:
     """Grade `source` (a string) or the file at `path` as the solution of `kata`.
 
-    Same sandbox, limits and diagnosis as `kata check`; the attempt goes into the same history
-    (with `mode`, e.g. "notebook"). Returns the `Result`, which notebooks display as HTML."""
+    Same sandbox, limits and diagnosis as `kata check`. The attempt goes into the same history
+    (with `mode`, e.g. "notebook") when `record` is true; None records the candidate's own
+    practice file (`is_own_file`) and never a piece of source (a notebook cell counts only
+    when marked, `%%kata KATA --record`). Returns the `Result`, which notebooks display as HTML."""
     k = catalog.get_kata(kata)
     lang = lang if lang in ("en", "zh") else "en"
     if (source is None) == (path is None):
         raise UsageError("give either source=... or path=...")
     if path is not None:
-        result = grade(k, Path(path), timeout=timeout, lang=lang, record=record, mode=mode)
-        result.attach_source(Path(path).read_text(encoding="utf-8-sig", errors="replace"))
-        return result
+        return grade(k, Path(path), timeout=timeout, lang=lang, record=record, mode=mode)  # source attached
     folder = Path(tempfile.mkdtemp(prefix="attnkata-cell-"))
     try:
         file = folder / k.solution_file  # so messages name the file the statement asks for
         file.write_text(source, encoding="utf-8")
-        result = grade(k, file, timeout=timeout, lang=lang, record=record, mode=mode)
+        result = grade(k, file, timeout=timeout, lang=lang, record=bool(record), mode=mode)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     result.attach_source(source)

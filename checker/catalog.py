@@ -380,7 +380,13 @@ def statement(name: str, lang: str) -> tuple[str, str]:
 
 
 def suggest(name: str, choices: list[str]) -> list[str]:
-    """Closest ids first; falls back to prefix/substring matches for short typos."""
-    close = difflib.get_close_matches(name.lower(), choices, n=3, cutoff=0.5)
-    extra = [c for c in choices if c not in close and (name.lower() in c or c in name.lower())]
+    """The ids `name` begins (`flash` -> flash-attention, flash-attention-backward: a prefix is
+    what a user types, and difflib alone ranks `mla` above them); else the closest ids, then
+    substring matches for short typos."""
+    typed = name.strip().lower().replace("_", "-")
+    prefixed = [c for c in choices if typed and c.startswith(typed)]
+    if prefixed:
+        return prefixed
+    close = difflib.get_close_matches(typed, choices, n=3, cutoff=0.5)
+    extra = [c for c in choices if c not in close and (typed in c or c in typed)]
     return close + extra

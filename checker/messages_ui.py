@@ -109,3 +109,18 @@ MESSAGES.update({
     "schedule.nothing_due": ("nothing is due; this one comes back first, in {wait} days",
                              "目前没有到期的题；这一道最先到期，还有 {wait} 天"),
 })
+
+MESSAGES.update({
+    # `%kata start`: the new cell appears only in a live front end; the line says where else to look.
+    "notebook.started": ("Started {kata}: the skeleton is in a new cell below, marked `%%kata {kata} --record` "
+                         "(counted in your history). No new cell? It is also in {path}.",
+                         "已开始 {kata}：骨架代码在下方新的单元格里，标记为 `%%kata {kata} --record`"
+                         "（计入你的练习记录）。没有看到新单元格？它也在 {path}。"),
+    # `kata check` on the skeleton as `kata start` copied it (checker/runner.py).
+    "skeleton.title": ("This is the untouched skeleton", "这还是未改动的骨架代码"),
+    "skeleton.explanation": ("{file} is still the skeleton that `kata start {kata}` copied: none of your code has "
+                             "been graded yet. Write the parts that raise NotImplementedError; `kata hint {kata}` "
+                             "gives a first hint, and `kata show {kata}` the statement.",
+                             "{file} 还是 `kata start {kata}` 复制的骨架代码：还没有你自己的代码可评。请实现抛出 "
+                             "NotImplementedError 的部分；`kata hint {kata}` 给出第一条提示，`kata show {kata}` 显示题目。"),
+})

@@ -35,6 +35,10 @@ DEFAULT_CALL_TIMEOUT = 10.0
 DEFAULT_TOTAL_TIMEOUT = 60.0
 DEFAULT_MEMORY_MB = 4096
 LOG_TAIL_BYTES = 64 * 1024  # of the candidate's output, only the end is ever read back
+# Code that has run into the per-call limit once and is called again (the diagnosis' probes,
+# tiny inputs where the tests' took too long) gets this much: a second full wait is what put
+# a hang's verdict 2 s past the limit. Slow but finite code takes the probes in milliseconds.
+RETRY_CALL_TIMEOUT = 0.3
 
 
 @dataclass(frozen=True)
@@ -261,6 +265,9 @@ class Candidate:
         # Entry points that already ran into the per-call limit: later calls of the same code
         # are reported as not run at once, instead of each waiting out the limit again.
         self.timed_out: set[str] = set()
+        # Every entry point that ever timed out here (timed_out may be cleared by a caller
+        # that wants one more try; this one is not): later tries get RETRY_CALL_TIMEOUT.
+        self.ran_out: set[str] = set()
         # The same for code that closed its channel to the grader and stayed alive, and for
         # code that sent back a reply that could not be read.
         self.hung_up: set[str] = set()
@@ -365,8 +372,8 @@ class Candidate:
         with Candidate(self.path, replace(self.limits, memory_mb=memory_mb), source=self.source) as capped:
             # One candidate to the grader: the same time budget, and code that ran out of
             # time (or hung up) here is not run again there, nor the other way round.
-            capped.used, capped.timed_out, capped.hung_up, capped.garbled = (
-                self.used, self.timed_out, self.hung_up, self.garbled)
+            capped.used, capped.timed_out, capped.ran_out, capped.hung_up, capped.garbled = (
+                self.used, self.timed_out, self.ran_out, self.hung_up, self.garbled)
             try:
                 capped.start()
                 if capped.load_error is not None:
@@ -442,12 +449,15 @@ class Candidate:
             raise self._crashed(doing) from None
 
     def _finish_request(self, doing: Phrase, target: str | None) -> dict[str, Any]:
-        remaining = self.limits.total_timeout - self.used
+        wait = min(self.limits.call_timeout, self.limits.total_timeout - self.used)
+        if target in self.ran_out:
+            wait = min(wait, RETRY_CALL_TIMEOUT)
         try:
-            reply = self._receive(min(self.limits.call_timeout, remaining), doing)
+            reply = self._receive(wait, doing)
         except CandidateTimeout:
             if target:
                 self.timed_out.add(target)
+                self.ran_out.add(target)
             raise
         except CandidateHungUp:
             if target:

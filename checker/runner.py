@@ -82,10 +82,26 @@ def _stopped(result: Result, static: list[Diagnostic], t0: float) -> bool:
     return True
 
 
+def _normalised_sha(text: str) -> str:
+    # Line endings and trailing blanks are an editor's, not the candidate's work.
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    return hashlib.sha256("\n".join(lines).strip("\n").encode("utf-8")).hexdigest()
+
+
+def is_skeleton(kata: Kata, source: str) -> bool:
+    """`source` is the kata's skeleton as `kata start` copied it (by hash, blanks aside)."""
+    try:
+        skeleton = kata.skeleton_path.read_text(encoding="utf-8-sig")
+    except OSError:
+        return False
+    return bool(source) and _normalised_sha(source) == _normalised_sha(skeleton)
+
+
 def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "en",
           diagnose: bool = True, maxfail: int | None = None, policy: str = "warn",
           allow_imports: Iterable[str] = (), cancel: threading.Event | None = None,
-          progress: Callable[[str], None] | None = None, keep_session: bool = False) -> Result:
+          progress: Callable[[str], None] | None = None, keep_session: bool = False,
+          preread: tuple[str, list[Diagnostic]] | None = None) -> Result:
     """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file.
 
     `maxfail`: stop grading after that many failed tests (the diagnosis still runs); for
@@ -97,7 +113,15 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     `progress`: called with each test's name as it starts, then "diagnosis".
     `keep_session`: this process grades again and again: the kata's pytest session is kept
     and run again (checker/driver.py) instead of being built for every check.
+    `preread`: `read_source(path, lang)` as the caller already read it (checker/api.py reads
+    the file before importing this module: a save after Enter must not change what is graded).
     A Ctrl-C ends the candidate's processes and propagates as KeyboardInterrupt."""
+    path = Path(path)
+    if preread is None:
+        # Before torch and pytest (~1-2 s): what is graded is the file as it was when asked.
+        require_file(kata, path, lang)
+        preread = read_source(path, lang)  # a byte-order mark is dropped; too large: a verdict
+    source, static = preread
     import pytest
     import torch
 
@@ -109,10 +133,7 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     torch.set_num_threads(1)
 
     limits = limits or Limits()
-    path = Path(path)
-    require_file(kata, path, lang)
     t0 = time.perf_counter()
-    source, static = read_source(path, lang)  # a byte-order mark is dropped; too large: a verdict
     result = Result(kata=kata.id, solution=str(path.resolve()), status=ERROR,
                     required_tiers=list(kata.required_tiers), lang=lang,
                     # What was graded is this one reading (the sandbox gets a copy of it): a
@@ -171,7 +192,12 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
         result.tests = collector.results
         result.status = overall_status(result.tests, kata.required_tiers)
         result.diagnostics.extend(_dedupe([failure_diagnostic(f, lines, lang) for f in collector.failures]))
-        if diagnose and not result.passed:
+        if not result.passed and is_skeleton(kata, source):
+            # Nothing of the candidate's to diagnose ("No known mistake matched" would mislead).
+            result.diagnostics.insert(0, Diagnostic(
+                id="untouched-skeleton", severity="essential", title=msg("skeleton.title", lang),
+                explanation=msg("skeleton.explanation", lang, kata=kata.id, file=path.name)))
+        elif diagnose and not result.passed:
             from attnkata.checker.diagnose import diagnose_result
 
             if progress is not None:

@@ -16,7 +16,7 @@ from typer.core import TyperGroup
 
 from attnkata.checker.errors import KataError
 from attnkata.checker.version import __version__
-from attnkata.cli.console import err
+from attnkata.cli.console import drop_output, err
 
 EXIT_BROKEN = 3
 EXIT_INTERRUPTED = 130
@@ -130,8 +130,11 @@ def main() -> None:
             err.print(exc.code, markup=False, highlight=False)
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:  # `kata ... | head`: the reader is gone; the exit code stands
+            drop_output(stream)
     sandbox = sys.modules.get("attnkata.checker.sandbox.host")
     if sandbox is not None:
         sandbox.shutdown()  # os._exit below skips atexit: end every candidate process now

@@ -28,6 +28,26 @@ class SafeConsole(Console):
             for seg in buffer
         )
 
+    def on_broken_pipe(self) -> None:
+        """The reader went away (`kata check ... | head`): what was left to print is dropped and
+        the command goes on to its own exit code. rich's default exits 1, turning a pass read
+        through `head` into a failure."""
+        if not self.quiet:
+            drop_output(self.file)
+            self.quiet = True
+
+
+def drop_output(stream: Any) -> None:
+    """Point a stream whose reader has gone at /dev/null: later writes and the flush at exit
+    then succeed quietly instead of raising BrokenPipeError."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real descriptor (a test's buffer)
+        pass
+    finally:
+        os.close(devnull)
+
 
 # No emoji codes: ":name:" in a candidate's code or a message must print as written (and the
 # emoji table costs ~3 ms to load).
@@ -66,5 +86,18 @@ def default_lang() -> str:
 def print_json(data: Any) -> None:
     """Write JSON to stdout and nothing else (for --json). JSON escapes C0 controls itself;
     DEL and C1 (`\\x9b`, a CSI to some terminals) are escaped too: the same data."""
-    sys.stdout.write(json_text(json.dumps(data, ensure_ascii=False, indent=2)) + "\n")
-    sys.stdout.flush()
+    write_json_line(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def write_json_line(text: str) -> None:
+    """One JSON document on stdout, cleaned (json_text) and flushed."""
+    write_text(json_text(text) + "\n")
+
+
+def write_text(text: str) -> None:
+    """Plain text on stdout, already cleaned by the caller, flushed; a closed pipe is no error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        drop_output(sys.stdout)

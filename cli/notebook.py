@@ -1,7 +1,10 @@
 """IPython / Jupyter front end: `%load_ext attnkata` registers
 
-    %%kata KATA [--lang zh] [--timeout S]   grade the cell as the solution of KATA, then run it
-                                            in the kernel too (unless it could not even load)
+    %%kata KATA [--lang zh] [--timeout S] [--record]
+                                            grade the cell as the solution of KATA, then run it
+                                            in the kernel too (unless it could not even load);
+                                            --record counts it in your history (a cell is not
+                                            your practice file unless you say so)
     %kata show|hint|start|list [KATA]        the CLI's commands, inside the notebook
 
 A thin layer like the CLI: grading is `checker.api.check`; results render as HTML in notebooks
@@ -28,7 +31,9 @@ def _options(words: list[str]) -> tuple[list[str], dict[str, Any]]:
     rest, opts = [], {}
     it = iter(words)
     for w in it:
-        if w in ("--lang", "--timeout"):
+        if w in ("--record", "--no-record"):
+            opts["record"] = w == "--record"
+        elif w in ("--lang", "--timeout"):
             value = next(it, None)
             if value is None:
                 raise KataError(f"{w} needs a value")
@@ -64,9 +69,9 @@ class KataMagics(Magics):
 
         words, opts = _options(shlex.split(line))
         if len(words) != 1:
-            raise KataError("usage: %%kata KATA [--lang en|zh] [--timeout SECONDS]")
+            raise KataError("usage: %%kata KATA [--lang en|zh] [--timeout SECONDS] [--record]")
         result = api.check(words[0], source=cell, lang=opts.get("lang"), timeout=opts.get("timeout"),
-                           mode="notebook")
+                           record=opts.get("record", False), mode="notebook")
         if _in_notebook(self.shell):
             display(result)
         else:
@@ -94,7 +99,15 @@ class KataMagics(Magics):
             k = catalog.get_kata(words[1])
             with History() as h:
                 h.record_event(k.id, "start", {"file": "notebook"})
-            self.shell.set_next_input(f"%%kata {k.id}\n" + k.skeleton_path.read_text(encoding="utf-8"), replace=False)
+            lang = str(opts.get("lang") or "en")
+            cell = f"%%kata {k.id} --record\n" + k.skeleton_path.read_text(encoding="utf-8")
+            self.shell.set_next_input(cell, replace=False)
+            # The new cell exists only where a live front end takes the kernel's payload: in a
+            # script, nbclient or papermill nothing appears, so say what happened and where
+            # the skeleton is, and outside a kernel print the cell itself.
+            print(msg("notebook.started", lang, kata=k.id, path=k.skeleton_path))
+            if not _in_notebook(self.shell):
+                print(cell)
             return None
         from attnkata.cli.app import app
 

@@ -15,6 +15,12 @@ LangOption = Annotated[
                  show_default=False),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print only a JSON document on stdout.")]
+RecordOption = Annotated[
+    bool | None,
+    typer.Option("--record/--no-record",
+                 help="Count this check in your history (default: only your workspace file, the one `kata start` made).",
+                 show_default=False),
+]
 
 
 def resolve_lang(lang: str | None) -> str:

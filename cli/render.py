@@ -163,7 +163,9 @@ def picture_tables(data: dict, lang: str) -> list[Group]:
 
 
 def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel:
-    parts: list = []
+    # The title is the panel's first line, where it wraps: in the border rich cuts it to one
+    # line ("…" at 80 columns). The border keeps what is short: the severity and the id.
+    parts: list = [Text(d.title, style="bold")]
     if d.explanation:
         parts.append(Text(d.explanation))
     if d.fix:
@@ -199,11 +201,9 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
         "informative": "blue",
         "celebratory": "green",
     }
-    title = Text.assemble(
-        (f"[{d.severity}] ", color.get(d.severity, "red")), (d.title, "bold"), (f"  {d.id}", "dim")
-    )
+    title = Text.assemble((f"[{d.severity}] ", color.get(d.severity, "red")), (d.id, "dim"))
     return Panel(
-        Group(*parts) if parts else Text(""),
+        Group(*parts),
         title=title,
         title_align="left",
         border_style=color.get(d.severity, "red"),

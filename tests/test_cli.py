@@ -131,8 +131,8 @@ def test_solution_asks_first_and_yes_skips(tmp_path):
 
 def test_history_and_stats_after_checks():
     kata("start", "sdpa")
-    kata("check", "sdpa", str(SKELETON))
-    kata("check", "sdpa", str(REFERENCE))
+    kata("check", "sdpa", str(SKELETON), "--record")
+    kata("check", "sdpa", str(REFERENCE), "--record")
     rows = json.loads(kata("history", "--json").stdout)
     assert rows[0]["status"] == "pass" and rows[1]["status"] in ("fail", "error")
     stats = json.loads(kata("stats", "--json").stdout)["katas"]["sdpa"]

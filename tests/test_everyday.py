@@ -60,7 +60,8 @@ class _JsonLines:
 def test_watch_json_prints_one_result_per_check_and_a_save_cancels_a_stale_check(tmp_path: Path):
     path = tmp_path / "sdpa.py"
     path.write_text(LOOP.read_text())
-    proc = subprocess.Popen([sys.executable, "-m", "attnkata", "watch", "sdpa", str(path), "--json", "--timeout", "60"],
+    proc = subprocess.Popen([sys.executable, "-m", "attnkata", "watch", "sdpa", str(path), "--json", "--timeout", "60",
+                             "--record"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = _JsonLines(proc)
     try:

@@ -99,7 +99,7 @@ def test_check_json_carries_ids_and_grids():
 
 
 def test_hint_targets_the_diagnosed_mistake_then_stats_counts_it():
-    kata("check", "sdpa", str(UNIFORM))
+    kata("check", "sdpa", str(UNIFORM), "--record")  # not the workspace file: recorded when asked
     res = kata("hint", "sdpa")
     assert "fully-masked-row-uniform" in res.stdout and "-1e9" in res.stdout
     stats = json.loads(kata("stats", "--json").stdout)

@@ -78,7 +78,7 @@ def test_eight_concurrent_kata_checks_never_fail_on_the_database(tmp_path):
     """Each check starts its own sandbox; all of them record into one history."""
     env = {**os.environ, "KATA_HOME": str(tmp_path)}
     reference = Path(__file__).resolve().parent.parent / "reference" / "sdpa.py"
-    procs = [subprocess.Popen([sys.executable, "-m", "attnkata", "check", "sdpa", str(reference), "--json"],
+    procs = [subprocess.Popen([sys.executable, "-m", "attnkata", "check", "sdpa", str(reference), "--json", "--record"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for _ in range(8)]
     for p in procs:

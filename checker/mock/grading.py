@@ -59,10 +59,15 @@ def grade_session(folder: Path, *, progress: Callable[[str], None] | None = None
                 result, seconds = graded[p.kata]
                 s.results[p.kata] = result
                 summary = sess.check_summary(result, s.submitted or sess.now())
+                # `kata stats` counts time to pass from a kata's first start: the interview's
+                # start is one, and a pass is dated when the clock first saw it (the card's
+                # "first pass"), not at submission (which read as "to pass 0s").
+                h.record_event(p.kata, "start", {"session": s.id}, ts=s.started)
+                passed_at = p.first_pass if result["status"] == "pass" and p.first_pass else s.submitted
                 h.record_attempt(p.kata, result["status"], summary["passed"], summary["total"], seconds,
                                  str(s.snapshot_path(p)),
                                  [d["id"] for d in result["diagnostics"] if d["severity"] == "essential"],
-                                 mode="mock", session=s.id, ts=s.submitted)
+                                 mode="mock", session=s.id, ts=passed_at)
         s.questions = [q for p in s.problems if sess.attempted(s, p)
                        for q in followups.questions_for(catalog.get_kata(p.kata), s.seed)]
         s.state = sess.FOLLOWUPS if s.questions else sess.DONE

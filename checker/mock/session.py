@@ -200,6 +200,15 @@ def state_path(folder: Path) -> Path:
     return folder / META / "session.json"
 
 
+# What answers a follow-up question: while it waits for the candidate, it is kept in the user
+# data dir (`answer_keys_path`), not in session.json inside the candidate's own folder.
+ANSWER_KEYS = ("answer", "expected", "correct", "order")
+
+
+def answer_keys_path(session_id: str) -> Path:
+    return store.data_dir() / "mock" / f"{session_id}.answers.json"
+
+
 def load(folder: Path) -> Session:
     path = state_path(folder)
     try:
@@ -209,11 +218,33 @@ def load(folder: Path) -> Session:
                          "`kata mock history` lists your sessions") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path} is damaged: {exc}") from None
-    return Session.from_dict(data)
+    s = Session.from_dict(data)
+    if any(ANSWER_KEYS[0] not in q for q in s.questions):
+        _restore_answer_keys(s)
+    return s
+
+
+def _restore_answer_keys(s: Session) -> None:
+    try:
+        keys = json.loads(answer_keys_path(s.id).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        raise UsageError(f"the answers to session {s.id}'s follow-up questions are missing "
+                         f"({answer_keys_path(s.id)})", "`kata mock abandon` ends it") from None
+    for q in s.questions:
+        q.update(keys.get(q["id"], {}))
 
 
 def save(s: Session) -> None:
-    _write_atomic(state_path(s.folder), json.dumps(s.to_dict(), ensure_ascii=False, indent=1, default=str))
+    data = s.to_dict()
+    keys = answer_keys_path(s.id)
+    if s.state == FOLLOWUPS:
+        # Until the answers are in, the model answers live where the candidate's files are not.
+        _write_atomic(keys, json.dumps({q["id"]: {k: q.get(k) for k in ANSWER_KEYS} for q in s.questions},
+                                       ensure_ascii=False))
+        data["questions"] = [{k: v for k, v in q.items() if k not in ANSWER_KEYS} for q in s.questions]
+    _write_atomic(state_path(s.folder), json.dumps(data, ensure_ascii=False, indent=1, default=str))
+    if s.state != FOLLOWUPS:
+        keys.unlink(missing_ok=True)  # answered (or given up): the card shows them now
     _db_sync(s)
 
 

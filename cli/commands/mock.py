@@ -26,7 +26,8 @@ from attnkata.checker.mock import session as sess
 from attnkata.checker.mock.live import DEADLINE, ELSEWHERE, QUIT, clock_text
 from attnkata.checker.mock.session import Session
 from attnkata.checker.store import History
-from attnkata.cli.console import err, out, print_json
+from attnkata.checker.textsafe import clean
+from attnkata.cli.console import err, out, print_json, write_text
 from attnkata.cli.options import JsonOption, LangOption, resolve_lang
 
 if TYPE_CHECKING:
@@ -560,7 +561,8 @@ def card(
     if json_out:
         print_json(s.card)
     elif markdown:
-        sys.stdout.write(scorecard.to_markdown(s.card, resolve_lang(lang) if lang else s.lang))
+        # The card quotes the candidate's answers and messages: no terminal controls in them.
+        write_text(clean(scorecard.to_markdown(s.card, resolve_lang(lang) if lang else s.lang)))
     else:
         print_card(s.card, s.folder)
 

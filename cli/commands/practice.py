@@ -18,8 +18,8 @@ from attnkata.checker import catalog, workspace
 from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import msg
 from attnkata.checker.store import History
-from attnkata.cli.console import err, out, print_json
-from attnkata.cli.options import JsonOption, LangOption, resolve_lang
+from attnkata.cli.console import err, out, print_json, write_json_line
+from attnkata.cli.options import JsonOption, LangOption, RecordOption, resolve_lang
 
 KataArg = Annotated[str, typer.Argument(metavar="KATA", help="Kata id, e.g. sdpa (see `kata list`).", show_default=False)]
 
@@ -154,7 +154,7 @@ def _resolve_file(k: catalog.Kata, file: Path | None) -> Path:
     return file if file is not None else workspace.solution_path(k)
 
 
-def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record: bool = True,  # noqa: ANN201
+def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record: bool | None = None,  # noqa: ANN201
           *, spinner: bool = False, cancel: threading.Event | None = None, again: bool = False):
     """Grade through the checker; on a terminal (`spinner`) show the current test and the time
     used against the limit while it runs."""
@@ -175,13 +175,14 @@ def check(
     file: Annotated[Path | None, typer.Argument(metavar="[FILE]", help="Your solution (default: the workspace file).", show_default=False)] = None,
     json_out: JsonOption = False,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code (total: 6x; default: from the kata's reference).")] = None,
+    record: RecordOption = None,
     lang: LangOption = None,
 ) -> None:
     """Grade FILE against KATA. Exit 0 when every required test passes, 1 otherwise (130 on Ctrl-C)."""
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
     path = _resolve_file(k, file)
-    result = grade(k, path, timeout, lang, spinner=not json_out and err.is_terminal)
+    result = grade(k, path, timeout, lang, record, spinner=not json_out and err.is_terminal)
     if json_out:
         print_json(result.to_dict())
     else:
@@ -196,6 +197,7 @@ def watch(
     file: Annotated[Path | None, typer.Argument(metavar="[FILE]", help="Your solution (default: the workspace file).", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON result per check, one per line (as `kata check --json`).")] = False,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code.")] = None,
+    record: RecordOption = None,
     lang: LangOption = None,
 ) -> None:
     """Re-check FILE every time it is saved (Ctrl-C to stop). A save during a check starts it over."""
@@ -212,12 +214,14 @@ def watch(
         while True:
             watcher.changed.clear()
             try:
-                result = grade(k, path, timeout, lang, spinner=not json_out and err.is_terminal,
+                result = grade(k, path, timeout, lang, record, spinner=not json_out and err.is_terminal,
                                cancel=watcher.changed, again=True)
             except CheckCancelled:
                 continue  # saved again during the check: start over on the new version
             if json_out:
-                print(json.dumps(result.to_dict(), ensure_ascii=False), flush=True)
+                # One line per check, cleaned as `kata check --json` is (candidate text may hold
+                # DEL or C1 controls that a terminal obeys).
+                write_json_line(json.dumps(result.to_dict(), ensure_ascii=False))
             else:
                 from attnkata.cli.render import render_result
 
