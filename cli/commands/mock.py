@@ -95,7 +95,8 @@ def screen(ctl: Controller) -> RenderableType:
     parts.append(_detail(ctl))
     if ctl.message is not None:
         body = Text(ctl.message.body) if ctl.message.body else Text("")
-        parts.append(Panel(body, title=ctl.message.title, title_align="left", border_style=ctl.message.style)
+        # The title goes inside, where it wraps: rich cuts a border title to one line.
+        parts.append(Panel(Group(Text(ctl.message.title, style="bold"), body), border_style=ctl.message.style)
                      if ctl.message.body else Text(ctl.message.title, style=ctl.message.style))
     parts += [Text(""), Text(f"{msg('mock.cli.folder', lang)}: {s.folder}   ({s.id})", style="dim"),
               Text(msg("mock.cli.watching", lang), style="dim"), Text(msg("mock.cli.keys", lang), style="bold")]
