@@ -40,11 +40,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "too_large": ("Your file is {size} bytes; files over {limit} bytes are not graded. Nothing was run.",
                   "你的文件有 {size} 字节；超过 {limit} 字节的文件不予评测。代码没有运行。"),
     # The static policy (checker/policy.py): what graded code may import and touch.
-    "policy_warn": ("`kata check` still grades this file, but mock interviews and graded problem sets "
-                    "refuse it: it would not run there and would fail.",
-                    "`kata check` 仍会评测这个文件，但模拟面试和批改的题集会拒绝它：在那里它不会运行，直接判为不通过。"),
-    "policy_enforce": ("This file was not run: mock interviews and graded problem sets refuse it.",
-                       "这个文件没有运行：模拟面试和批改的题集会拒绝这样的文件。"),
+    "policy_warn": ("`kata check` still grades this file, but a mock interview refuses it (not run, failed), "
+                    "and a graded problem set runs it but may take points off for it.",
+                    "`kata check` 仍会评测这个文件，但模拟面试会拒绝它（不运行，直接判为不通过）；"
+                    "批改的题集会运行它，但可能因此扣分。"),
+    "policy_enforce": ("This file was not run: mock interviews refuse it.",
+                       "这个文件没有运行：模拟面试会拒绝这样的文件。"),
     "policy_review": ("It is graded as usual; a graded problem set lists it for a person to read.",
                       "它照常评测；批改题集时会把它列出来，留给人来看。"),
     "policy_found": ("line {line}: {what}", "第 {line} 行：{what}"),

@@ -268,3 +268,25 @@ MESSAGES.update({
                           "it builds only if that index has this version",
                           "自动评分器在构建镜像时从 {index} 安装 attnkata {version}：只有该索引提供这个版本时才能构建成功"),
 })
+
+# What a static-policy finding costs in a graded set (checker/sets/policy_cost.py): the file
+# was run anyway; the manifest's `grading.policy` decides the cost.
+MESSAGES.update({
+    "grade.policy_cost.flag": ("In this problem set it costs no points (your instructor sees it); your file was "
+                               "run and graded as usual.",
+                               "在这个题集里它不扣分（老师会看到）；你的文件照常运行和评测。"),
+    "grade.policy_cost.penalty": ("In this problem set it costs {pct} of this file's score (your instructor's "
+                                  "choice); your file was still run, so its other mistakes are listed too.",
+                                  "在这个题集里它会扣掉本文件得分的 {pct}（老师的设置）；文件仍然运行了，"
+                                  "所以其他错误也一并列出。"),
+    "grade.policy_cost.zero": ("In this problem set such a file earns no points (your instructor's choice); it was "
+                               "still run, so its other mistakes are listed too.",
+                               "在这个题集里这样的文件不得分（老师的设置）；它仍然运行了，所以其他错误也一并列出。"),
+    "grade.policy_cost.banned": ("`{what}` (line {line}) reaches a fused attention kernel, which every kata bans: "
+                                 "the file earns no points.",
+                                 "`{what}`（第 {line} 行）调用了融合注意力内核，所有题目都禁止这样做：该文件不得分。"),
+    "grade.policy_note": ("static policy: {ids} ({cost})", "静态策略：{ids}（{cost}）"),
+    "grade.policy_note.flag": ("flagged, no points taken", "仅标记，不扣分"),
+    "grade.policy_note.penalty": ("-{pct}", "扣 {pct}"),
+    "grade.policy_note.zero": ("no points", "不得分"),
+})

@@ -7,8 +7,10 @@ imports `os`, evaluates strings, walks frames and `__subclasses__`, or reaches i
 at run time whatever it does; this policy names it before it runs, with the line:
 
 - `kata check` reports it as a warning and still grades the file;
-- `kata mock` and `kata set grade` refuse the file (not run, failed) unless the problem set's
-  manifest relaxes the policy (`"policy": "warn"`, `"allow_imports": [...]`).
+- `kata mock` refuses the file (not run, failed);
+- `kata set grade` runs it too and reports the finding beside its diagnosis; what the finding
+  costs is the set's choice (checker/sets/policy_cost.py: `"policy": "flag" | "zero" |
+  "penalty:<fraction>"`; `"allow_imports": [...]` accepts more modules).
 
 Findings are grouped into five catalogue ids (see `catalogue.toml`): `policy-import`,
 `policy-dynamic-code`, `policy-introspection`, `policy-private-api` and `policy-io`.

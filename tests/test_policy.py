@@ -280,14 +280,16 @@ def test_mock_grading_fails_the_same_file_without_running_it(tmp_path: Path):
 def test_manifest_policy_settings_are_validated(tmp_path: Path):
     from attnkata.checker.sets.manifest import BundleError, GradingConfig, check_policy
 
-    assert GradingConfig().policy == "enforce" and GradingConfig().allow_imports == []
-    check_policy("warn", ["scipy", "scipy.special"], BundleError)
-    for mode, allow in (("strict", []), ("warn", "scipy"), ("warn", ["scipy special"]), ("warn", [""])):
+    assert GradingConfig().policy == "flag" and GradingConfig().allow_imports == []
+    for mode in ("flag", "zero", "penalty:0.2", "warn", "enforce"):  # the last two: older manifests
+        check_policy(mode, ["scipy", "scipy.special"], BundleError)
+    for mode, allow in (("strict", []), ("penalty:2", []), ("flag", "scipy"), ("flag", ["scipy special"]),
+                        ("flag", [""])):
         with pytest.raises(BundleError):
             check_policy(mode, allow, BundleError)
 
 
-def test_set_grading_enforces_the_policy_unless_the_manifest_relaxes_it(tmp_path: Path):
+def test_set_grading_runs_flagged_files_and_charges_what_the_manifest_says(tmp_path: Path):
     from attnkata.checker.sets.grade import GradeOptions, grade_set
     from attnkata.checker.sets.manifest import MANIFEST_PATH
 
@@ -296,7 +298,7 @@ def test_set_grading_enforces_the_policy_unless_the_manifest_relaxes_it(tmp_path
     assert res.exit_code == 0, res.output
     manifest_path = bundle / MANIFEST_PATH
     data = json.loads(manifest_path.read_text(encoding="utf-8"))
-    assert data["grading"]["policy"] == "enforce" and data["grading"]["allow_imports"] == []
+    assert data["grading"]["policy"] == "flag" and data["grading"]["allow_imports"] == []
     subs = tmp_path / "subs"
     sources = {"ann": with_import("import os  # noqa: F401"), "ben": with_import("import string  # noqa: F401"),
                "cat": REFERENCE}
@@ -304,21 +306,20 @@ def test_set_grading_enforces_the_policy_unless_the_manifest_relaxes_it(tmp_path
         (subs / student).mkdir(parents=True)
         (subs / student / "sdpa.py").write_text(source, encoding="utf-8")
 
-    def grade(out: str, **grading: object) -> dict[str, tuple[str, list[str]]]:
+    def grade(out: str, **grading: object) -> dict[str, tuple[str, float, list[str]]]:
         data["grading"].update(grading)
         manifest_path.write_text(json.dumps(data), encoding="utf-8")
         results = grade_set(bundle, subs, GradeOptions(jobs=2, timeout=20, out=tmp_path / out))
-        return {s: (results.entry(s, "sdpa").status,
+        return {s: (results.entry(s, "sdpa").status, results.entry(s, "sdpa").score,
                     [d["id"] for d in (results.entry(s, "sdpa").result or {}).get("diagnostics", [])])
                 for s in results.students}
 
-    strict = grade("strict")
-    assert strict["ann"] == ("fail", ["policy-io"]) and strict["ben"] == ("fail", ["policy-import"])
-    assert strict["cat"] == ("pass", [])
-    allowed = grade("allowed", allow_imports=["string"])
-    assert allowed["ben"] == ("pass", []) and allowed["ann"][0] == "fail"
-    warned = grade("warned", policy="warn", allow_imports=[])
-    assert warned["ann"] == ("pass", ["policy-io"]) and warned["ben"] == ("pass", ["policy-import"])
+    # The default flags: every file runs and passes on its merits; the finding is listed.
+    flagged = grade("flagged")
+    assert flagged["ann"] == ("pass", 10, ["policy-io"]) and flagged["ben"] == ("pass", 10, ["policy-import"])
+    assert flagged["cat"] == ("pass", 10, [])
+    zero = grade("zero", policy="zero", allow_imports=["string"])
+    assert zero["ann"] == ("fail", 0, ["policy-io"]) and zero["ben"] == ("pass", 10, [])
     data["grading"]["policy"] = "strict"
     manifest_path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(KataError, match="policy must be one of"):

@@ -114,7 +114,7 @@ def _connect(address: str, jobs: int) -> tuple[Any, Any]:
 def run_dask(tasks: list[Any], *, address: str, kata_hashes: dict[str, str], jobs: int,
              limits: tuple[float, float, int], lang: str, log_path: Path, watchdog: float,
              on_reply: Callable[[Any, dict[str, Any]], None], tick: Callable[[], None] = lambda: None,
-             kata_ids: list[str] | None = None, policy: tuple[str, tuple[str, ...]] = ("enforce", ())) -> None:
+             kata_ids: list[str] | None = None, policy: tuple[str, tuple[str, ...]] = ("flag", ())) -> None:
     """`run_pool`'s contract on a Dask cluster: `on_reply(task, reply)` runs here, per task."""
     if not tasks:
         return

@@ -69,7 +69,7 @@ class CreateOptions:
     force: bool = False
     timeout: float | None = None
     call_timeout: float | None = None
-    policy: str = DEFAULT_POLICY  # the static policy: "enforce" (refuse such files) or "warn"
+    policy: str = DEFAULT_POLICY  # what a static-policy finding costs: "flag", "zero" or "penalty:<fraction>"
     allow_imports: list[str] = field(default_factory=list)  # modules allowed beyond the policy's list
     warnings: list[str] = field(default_factory=list)
 

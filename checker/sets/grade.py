@@ -31,6 +31,7 @@ from typing import Any
 from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import clip, msg
 from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result
+from attnkata.checker.sets import policy_cost
 from attnkata.checker.sets.manifest import (
     Manifest,
     check_penalty,
@@ -207,7 +208,7 @@ class Journal:
 
 # -- workers ---------------------------------------------------------------------------------
 def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, log_path: str,
-                 scratch: str, policy: tuple[str, tuple[str, ...]] = ("enforce", ())) -> None:
+                 scratch: str, policy: tuple[str, tuple[str, ...]] = ("flag", ())) -> None:
     """A grading worker: grade what the parent sends until it sends None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
     # Candidates' log files go to the run's scratch folder, which the parent removes: a
@@ -245,7 +246,7 @@ def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, 
 
 class _Worker:
     def __init__(self, ctx: Any, limits: tuple[float, float, int], lang: str, log_path: str, scratch: str,
-                 policy: tuple[str, tuple[str, ...]] = ("enforce", ())) -> None:
+                 policy: tuple[str, tuple[str, ...]] = ("flag", ())) -> None:
         parent_end, child_end = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=_worker_main, args=(child_end, limits, lang, log_path, scratch, policy),
                                 name="attnkata-grader", daemon=True)
@@ -288,7 +289,7 @@ ProgressFn = Callable[[dict[str, Any]], None]
 def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int], lang: str,
              log_path: Path, watchdog: float, on_reply: Callable[[_Task, dict[str, Any]], None],
              tick: Callable[[], None] = lambda: None, kata_ids: list[str] | None = None,
-             policy: tuple[str, tuple[str, ...]] = ("enforce", ())) -> None:
+             policy: tuple[str, tuple[str, ...]] = ("flag", ())) -> None:
     """Grade `tasks` on `jobs` forked workers; `on_reply(task, reply)` runs in this process
     as each one finishes (replies: {"ok": True, "result": ...} or {"ok": False, "kind", "message"}).
     `policy`: the static policy's mode and extra allowed imports (from the set's manifest)."""
@@ -538,5 +539,8 @@ def _apply(entry: Entry, result: dict[str, Any], seconds: float, manifest: Manif
     entry.result = result
     entry.status = result.get("status", ERROR)
     entry.seconds = float(seconds or 0.0)
-    raw = score(result.get("tests", []), manifest.grading.tier_weights, entry.points)
+    raw = score(result.get("tests", []), manifest.grading.tier_weights, entry.points) * policy_cost.factor(result)
     entry.score = round(raw * (1 - penalty) if entry.late else raw, 2)
+    note = policy_cost.note(result, str(result.get("lang") or "en"))
+    if note and note not in entry.notes:
+        entry.notes.append(note)

@@ -30,8 +30,13 @@ DEFAULT_POINTS = 10.0
 DEFAULT_TIMEOUT = 60.0  # candidate seconds per submission, like `kata check`'s total limit
 DEFAULT_CALL_TIMEOUT = 10.0
 DEFAULT_MEMORY_MB = 4096
-DEFAULT_POLICY = "enforce"
-POLICY_MODES = ("warn", "enforce")
+# What a static-policy finding costs (checker/sets/policy_cost.py): "flag" (nothing),
+# "penalty:<fraction>" (that share of the file's score) or "zero". The file runs in every case.
+DEFAULT_POLICY = "flag"
+POLICY_FORMS = ("flag", "zero", "penalty:<fraction>")
+# Older manifests: "warn" only reported (now "flag"); "enforce" refused the file (now "zero",
+# the file run and diagnosed all the same).
+LEGACY_POLICIES = {"warn": "flag", "enforce": "zero"}
 # Folders of a kata that do not take part in grading (so editing them is no tampering).
 _UNGRADED_PARTS = {"examples", "__pycache__"}
 
@@ -125,10 +130,33 @@ def check_weights(weights: dict[str, float], error: type[KataError]) -> None:
         raise error("at least one tier weight must be positive")
 
 
+def parse_policy(spec: object) -> tuple[str, float]:
+    """`"flag" | "zero" | "penalty:<fraction>"` (or a legacy "warn"/"enforce") -> (kind,
+    fraction of the file's score a finding takes). Raises ValueError naming the accepted forms."""
+    if isinstance(spec, str):
+        text = LEGACY_POLICIES.get(spec.strip(), spec.strip())
+        if text == "flag":
+            return "flag", 0.0
+        if text == "zero":
+            return "zero", 1.0
+        kind, sep, value = text.partition(":")
+        if kind == "penalty" and sep:
+            try:
+                fraction = float(value)
+            except ValueError:
+                fraction = -1.0
+            if 0.0 <= fraction <= 1.0:
+                return "penalty", fraction
+    raise ValueError(f"policy must be one of {', '.join(POLICY_FORMS)} (a fraction between 0 and 1, "
+                     f"e.g. penalty:0.2), not {spec!r}")
+
+
 def check_policy(mode: object, allow_imports: object, error: type[KataError], where: str = "manifest") -> None:
-    """`policy` is "warn" or "enforce"; `allow_imports` a list of dotted module names."""
-    if mode not in POLICY_MODES:
-        raise error(f"{where}: policy must be one of {', '.join(POLICY_MODES)}, not {mode!r}")
+    """`policy` is "flag", "zero" or "penalty:<fraction>"; `allow_imports` a list of dotted module names."""
+    try:
+        parse_policy(mode)
+    except ValueError as exc:
+        raise error(f"{where}: {exc}") from None
     if not isinstance(allow_imports, list) or not all(
             isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in allow_imports):
         raise error(f"{where}: allow_imports must be a list of module names, e.g. [\"scipy\", \"scipy.special\"]")
@@ -160,8 +188,10 @@ class GradingConfig:
     timeout: float = DEFAULT_TIMEOUT  # candidate seconds per submission (all calls together)
     call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds per call of candidate code
     memory_mb: int = DEFAULT_MEMORY_MB
-    # The static policy (checker/policy.py): "enforce" fails a file that imports or touches
-    # what solutions may not, without running it; "warn" only reports it. `allow_imports`:
+    # What a finding of the static policy (checker/policy.py: a file that imports or touches
+    # what solutions may not) costs: "flag" (reported, no points taken), "penalty:0.2" (a
+    # fifth of the file's score) or "zero". The file is run and diagnosed in every case; one
+    # that reaches a fused attention kernel earns nothing whatever this says. `allow_imports`:
     # modules (with their submodules) accepted beyond the allowlist, e.g. ["scipy"].
     policy: str = DEFAULT_POLICY
     allow_imports: list[str] = field(default_factory=list)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkata.checker.errors import KataDefinitionError, KataError
+from attnkata.checker.sets import policy_cost
 from attnkata.checker.sets.manifest import load_set_kata
 
 
@@ -41,8 +42,12 @@ def grade_one(check: Callable[..., Any], kata_id: str, path: Path, lim: Any, lan
     t0 = time.perf_counter()
     try:
         # A worker grades file after file: each kata's pytest session is built once (driver.py).
-        result = check(load_set_kata(kata_id), path, limits=lim, lang=lang, policy=policy[0],
+        # The static policy only reports: the file runs whatever it imports (the sandbox holds)
+        # so that its attention mistake is diagnosed too; the set's policy says what a finding
+        # costs (policy_cost.py).
+        result = check(load_set_kata(kata_id), path, limits=lim, lang=lang, policy="warn",
                        allow_imports=policy[1], keep_session=True)
+        policy_cost.apply(result, policy[0], policy[1], lang)
         reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
     except KataDefinitionError as exc:
         reply = {"ok": False, "kind": "grader-broken", "message": exc.message}

@@ -53,6 +53,9 @@ def create(
     timeout: Annotated[float | None, typer.Option("--timeout", help="Default seconds of candidate time per "
                                                   "submission when grading (60).", show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the public samples' inputs.")] = 1,
+    policy: Annotated[str, typer.Option("--policy", help="What a static-policy finding (a file importing os, "
+                                        "reaching torch._C, ...) costs: flag (reported only), zero, or "
+                                        "penalty:<fraction> (e.g. penalty:0.2). The file is run either way.")] = "flag",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing problem set at --out.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print only the manifest as JSON.")] = False,
 ) -> None:
@@ -64,7 +67,8 @@ def create(
         raise UsageError("--timeout must be positive")
     opts = CreateOptions(katas=_split(katas), out=out_dir, level=level, lang=lang, title=title,
                          public_tests=public_tests, tier_weights=parse_weights(weights) if weights else None,
-                         points=points, due=due, late_penalty=late_penalty, seed=seed, force=force, timeout=timeout)
+                         points=points, due=due, late_penalty=late_penalty, seed=seed, force=force, timeout=timeout,
+                         policy=policy)
     t0 = time.perf_counter()
     with err.status("creating the problem set...") as status:
         manifest = create_set(opts, log=lambda m: status.update(m))
