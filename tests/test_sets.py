@@ -287,6 +287,9 @@ def test_the_class_report_shows_pass_rates_and_the_mistake_histogram(graded):
     assert "(timeout)" in notes["erin"] and notes["alice"] == ""
     carol_top = next(d for d in graded.entries["carol"]["result"]["diagnostics"] if d["severity"] == "essential")
     assert f"({carol_top['id']})" in notes["carol"]
+    # "20 / 20" never wraps: no-break spaces in the totals and mean points, nowrap on numbers.
+    assert all(f"\u00a0/\u00a0{graded.data['set']['katas'][0]['points']:g}</td>" in row for row in rows)
+    assert " / " not in "".join(rows) and "white-space: nowrap" in page.split("td.num, th.num", 1)[1].split("}")[0]
 
 
 # -- chromium ----------------------------------------------------------------------------------

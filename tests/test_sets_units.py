@@ -14,7 +14,7 @@ from attnkata.checker.models import TestResult as TR
 from attnkata.checker.sets.grade import Journal, discover, locate
 from attnkata.checker.sets.handout import legend, markdown, signatures
 from attnkata.checker.sets.manifest import parse_deadline, parse_weights, score, tier_fractions
-from attnkata.checker.sets.report import _cell, _fence, safe_name
+from attnkata.checker.sets.report import _cell, _fence, _inline, _of, failed_test_line, safe_name
 
 
 def make_tests(**tiers: tuple[int, int]) -> list[TR]:
@@ -138,3 +138,31 @@ def test_untrusted_text_cannot_break_out_of_csv_or_markdown():
 def test_result_dicts_in_the_journal_round_trip():
     r = Result(kata="sdpa", solution="/x.py", status="fail", tests=make_tests(core=(1, 2)))
     assert Result.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+
+
+def test_markdown_feedback_keeps_arrows_and_code_and_escapes_only_what_opens_html():
+    text = "Use `q @ k.transpose(-2, -1)` -> (L, S); never <script>x</script>, `<not a tag>` in code"
+    out = _inline(text)
+    assert "-&gt;" not in out and "&lt;" not in out and "->" in out
+    assert "`q @ k.transpose(-2, -1)`" in out and "`<not a tag>`" in out  # code spans untouched
+    assert "\\<script>" in out and "\\</script>" in out
+    rendered = markdown().render(out)
+    assert "<script>" not in rendered and "-&gt; (L, S)" in rendered  # the page shows "->"
+    assert _inline("a ` b <c>") == "a ` b \\<c>"  # an unclosed backtick is no code span
+
+
+def test_long_messages_end_at_a_word_with_an_ellipsis():
+    words = " ".join(f"word{i}" for i in range(200))
+    line = failed_test_line({"id": "t", "tier": "core", "status": "fail", "message": words}, "en")
+    assert line.endswith("…") and line[:-1].rsplit(" ", 1)[1].startswith("word")
+    assert all(w.startswith("word") and w[4:].isdigit() for w in line[:-1].split(": ", 1)[1].split())
+    from attnkata.checker.sets.platforms import TierPart, _tier_summary
+
+    part = TierPart("sdpa", "core", 0, 1, 0.0, 1.0, False, [{"id": "t", "message": words + " -> x"}])
+    for md in (True, False):
+        shown = _tier_summary(part, "en", md)[1]
+        assert shown.endswith("…") and shown[:-1].split()[-1][4:].isdigit(), shown
+
+
+def test_scores_in_the_class_report_never_wrap():
+    assert _of(20, 20) == "20\u00a0/\u00a020" and _of("7.50", 10) == "7.50\u00a0/\u00a010"

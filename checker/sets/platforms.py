@@ -20,10 +20,11 @@ from typing import Any
 
 from attnkata.checker.catalog import TIERS
 from attnkata.checker.errors import UsageError
-from attnkata.checker.messages import label, msg
+from attnkata.checker.messages import clip, label, msg
 from attnkata.checker.sets.grade import MISSING, ClassResults, Entry, GradeOptions, grade_set
 from attnkata.checker.sets.manifest import KataEntry, tier_fractions
 from attnkata.checker.sets.report import (
+    _inline,
     _ordered,
     _source_lines,
     diagnosis_markdown,
@@ -38,6 +39,7 @@ CLASSROOM50_SCHEMA = "classroom50/result/v1"
 # A file that could not be read or parsed is not an attempt: PrairieLearn does not count it.
 UNGRADABLE_IDS = ("syntax-error", "unreadable-file", "source-too-large")
 MAX_DIAGNOSES = 3
+MAX_MESSAGE = 300  # characters of one failed test's message
 
 
 @dataclass
@@ -176,7 +178,9 @@ def _tier_summary(p: TierPart, lang: str, md: bool) -> list[str]:
     status = msg("report.statuses." + ("pass" if p.ok else "fail"), lang)
     out = [f"{label('report.tiers', p.tier, lang)}: {p.passed}/{p.graded} ({status})"]
     for x in p.failed[:8]:
-        message = " ".join(str(x.get("message", "")).split())[:300]
+        # Clipped at a word, with an ellipsis; Markdown-safe where the platform renders it.
+        text = str(x.get("message", ""))
+        message = _inline(text, MAX_MESSAGE) if md else clip(" ".join(text.split()), MAX_MESSAGE)
         name = f"`{x['id']}`" if md else x["id"]
         out.append(f"- {name}" + (f": {message}" if message else ""))
     if len(p.failed) > 8:

@@ -252,10 +252,33 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def _inline(text: str) -> str:
+_BACKTICKS = re.compile(r"`+")
+
+
+def _inline(text: str, limit: int | None = None) -> str:
     """One line of untrusted text, safe inside Markdown prose (no HTML, no broken layout, no
-    terminal control characters)."""
-    return html.escape(" ".join(clean(str(text)).split()), quote=False)
+    terminal control characters); clipped at a word with an ellipsis to `limit` characters.
+
+    Only a `<` can open HTML (a tag, a comment, an autolink): outside code spans it is
+    backslash-escaped, which every CommonMark renderer shows as `<`. Nothing else is turned
+    into entities: `->` stays `->`, in the raw file as on the page, and inside a code span,
+    where an entity would show literally."""
+    text = " ".join(clean(str(text)).split())
+    if limit is not None:
+        text = clip(text, limit)
+    out, i = [], 0
+    while i < len(text):
+        m = _BACKTICKS.search(text, i)
+        if m is None:
+            out.append(text[i:].replace("<", "\\<"))
+            break
+        out.append(text[i:m.start()].replace("<", "\\<"))
+        # A run of n backticks opens a code span only if a run of exactly n closes it.
+        close = next((c for c in _BACKTICKS.finditer(text, m.end()) if len(c.group()) == len(m.group())), None)
+        end = close.end() if close is not None else m.end()
+        out.append(text[m.start():end])
+        i = end
+    return "".join(out)
 
 
 def _source_lines(path: str | None) -> list[str]:
@@ -308,7 +331,7 @@ def diagnosis_markdown(d: dict[str, Any], lines: list[str], lang: str) -> list[s
 
 def failed_test_line(test: dict[str, Any], lang: str) -> str:
     """One failed test in a student's feedback; its message clipped at a word boundary."""
-    message = clip(_inline(test.get("message", "")), MAX_FEEDBACK_MESSAGE)
+    message = _inline(test.get("message", ""), MAX_FEEDBACK_MESSAGE)
     return (
         f"- `{test['id']}` ({label('report.tiers', test['tier'], lang)}, "
         f"{label('report.statuses', test['status'], lang)})" + (f": {message}" if message else "")
@@ -415,7 +438,7 @@ h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 28px 0 8p
 table { border-collapse: collapse; width: 100%; margin: 8px 0 16px; }
 th, td { border-bottom: 1px solid var(--rule); padding: 5px 8px; text-align: left; vertical-align: top; }
 th { background: var(--bg); font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .bar { background: #e7ebf2; border-radius: 3px; height: 10px; width: 140px; display: inline-block; vertical-align: middle; }
 .bar > span { display: block; height: 100%; border-radius: 3px; background: var(--accent); }
 .s-pass { color: var(--pass); } .s-fail, .s-error { color: var(--fail); } .s-timeout { color: var(--warn); }
@@ -464,6 +487,13 @@ def _histogram_svg(counts: list[int], label: str) -> str:
     return "".join(parts)
 
 
+def _of(score: float | str, points: float) -> str:
+    """`20 / 20` that never wraps, whatever the column's width (no-break spaces; the cells'
+    CSS says nowrap too, for the ones that hold words)."""
+    value = score if isinstance(score, str) else f"{score:g}"
+    return f"{value}\u00a0/\u00a0{points:g}"
+
+
 def _esc(text: str) -> str:
     """Untrusted text (a student's folder name, a message) in HTML: escaped and cleaned."""
     return html.escape(clean(str(text)))
@@ -505,7 +535,7 @@ def render_html(cr: ClassResults) -> str:
             f'<tr class="kata-row" data-kata="{esc(r["kata"])}"><td><code>{esc(r["kata"])}</code> {esc(title)}</td>'
             f'<td class="num">{r["submitted"]}/{r["students"]}</td><td class="num">{r["passed"]}</td>'
             f'<td>{_bar(r["pass_rate"])} <span class="pass-rate">{r["pass_rate"]:.0%}</span></td>'
-            f'<td class="num">{r["mean_score"]:.2f} / {r["points"]:g}</td><td class="num">{r["missing"]}</td>'
+            f'<td class="num">{_of(format(r["mean_score"], ".2f"), r["points"])}</td><td class="num">{r["missing"]}</td>'
             f'<td class="num">{r["late"]}</td><td class="num">{r["timeouts"]}</td><td class="num">{r["errors"]}</td></tr>'
         )
     body.append("</tbody></table>")
@@ -553,8 +583,8 @@ def render_html(cr: ClassResults) -> str:
                     f"{k}: {clip(top[0].get('title', top[0]['id']), 100)} ({top[0]['id']})"
                 )
         body.append(
-            f'<tr class="student"><td>{esc(s)}</td>{"".join(cells)}<td class="num">{cr.total(s):g} / '
-            f'{m.max_points:g}</td><td class="num">{percent(cr, s):g}%</td><td>{esc("; ".join(notes))}</td></tr>'
+            f'<tr class="student"><td>{esc(s)}</td>{"".join(cells)}<td class="num">{_of(cr.total(s), m.max_points)}'
+            f'</td><td class="num">{percent(cr, s):g}%</td><td>{esc("; ".join(notes))}</td></tr>'
         )
     body.append("</tbody></table>")
     review = needs_review(cr)
