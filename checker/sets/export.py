@@ -111,7 +111,7 @@ VENV="${{ATTNKATA_VENV:-/opt/attnkata}}"
 if [ ! -x "$VENV/bin/python" ]; then
   PY=""
   for candidate in python3.13 python3.12 python3.11 python3; do
-    if command -v "$candidate" >/dev/null && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    if command -v "$candidate" >/dev/null && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
       PY="$candidate"; break
     fi
   done
