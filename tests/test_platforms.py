@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
+import jsonschema
 import pytest
 from typer.testing import CliRunner
 
@@ -54,6 +55,9 @@ def _parts_sum(tests, key):
 def test_gradescope_schema_and_diagnoses(graded):
     r = platform_result(graded.cr, "carol", "gradescope", hidden_tiers=["edge"])
     assert r["output_format"] == "md" and r["score"] == graded.cr.total("carol")
+    schema = json.loads((REPO / "tests" / "fixtures" / "platforms" / "gradescope_results.schema.json").read_text())
+    for student in ("carol", "alice"):
+        jsonschema.validate(platform_result(graded.cr, student, "gradescope"), schema)
     assert _parts_sum(r["tests"], "score") == pytest.approx(r["score"], abs=0.02)
     assert _parts_sum(r["tests"], "max_score") == pytest.approx(graded.cr.manifest.max_points, abs=0.02)
     for t in r["tests"]:
