@@ -63,10 +63,15 @@ def _wheel_from_source(root: Path, dest: Path) -> Path:
         src = Path(tmp) / "src"
         shutil.copytree(root, src, ignore=shutil.ignore_patterns(*_NOT_PACKAGED), symlinks=False)
         out = Path(tmp) / "out"
-        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                               "--no-index", "-q", "-w", str(out), str(src)],
-                              capture_output=True, text=True, timeout=600)
-        built = sorted(out.glob(f"{DIST}-{__version__}-*.whl")) if proc.returncode == 0 else []
+        # With this environment's setuptools and no network first; an environment without a
+        # recent enough setuptools (an editable install made with build isolation) gets one
+        # from the index, as `pip install -e .` did.
+        for isolation in (["--no-build-isolation", "--no-index"], []):
+            proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q",
+                                   "-w", str(out), str(src)], capture_output=True, text=True, timeout=600)
+            built = sorted(out.glob(f"{DIST}-{__version__}-*.whl")) if proc.returncode == 0 else []
+            if built:
+                break
         if not built:
             raise WheelError(f"could not build the attnkata wheel from {root}: "
                              f"{(proc.stderr or proc.stdout).strip()[-800:]}")
