@@ -251,6 +251,7 @@ MESSAGES.update({
 
 # `kata set export` (checker/sets/export.py): where the autograder gets attnkata from.
 MESSAGES.update({
+    "export.building": ("exporting (building the attnkata wheel it carries)...", "正在导出（生成随附的 attnkata wheel）……"),
     "export.wheel_or_index": ("--wheel ships a wheel; --from-index/--index-url install from an index: pick one",
                               "--wheel 随附一个 wheel；--from-index/--index-url 从包索引安装：二者只能选一个"),
     "export.bad_index": ("--index-url {url} is not a URL (https://..., http://... or file://...)",

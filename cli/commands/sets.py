@@ -289,9 +289,10 @@ def export(
                                                   "(implies --from-index).", show_default=False)] = None,
 ) -> None:
     """Package the set as a platform's autograder (see the README's instructors section)."""
+    from attnkata.checker.messages import msg
     from attnkata.checker.sets.export import export_set
 
-    with err.status("exporting (building the attnkata wheel)..."):
+    with err.status(msg("export.building", "en")):
         written, notes = export_set(bundle, target, out_path, wheel, from_index=from_index, index_url=index_url)
     for note in notes:
         err.print(Text.assemble(("note:", "cyan"), f" {note}"), highlight=False)
