@@ -224,7 +224,7 @@ def peel(
             for other in range(len(variants[mid])):
                 if other == vi or time.process_time() - t0 > budget_s:
                     continue
-                trial = [*chosen[:k], (mid, other), *chosen[k + 1:]]
+                trial = [*chosen[:k], (mid, other), *chosen[k + 1 :]]
                 combo = tuple(sorted(trial))
                 variant = combos.variant(combo)
                 if variant is None:
