@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -147,10 +148,14 @@ def call_within_memory(solution: Candidate, name: str, args: tuple, kwargs: dict
     cap_mb = max(1, int(dense_bytes * fraction) >> 20)
     try:
         return solution.call(name, args, kwargs, memory_mb=cap_mb)
-    except CandidateMemory:
+    except CandidateMemory as exc:
+        # Where it ran out, from its own report: only words for the message, never the verdict.
+        asked = re.search(r"allocate (\d+) bytes", exc.exc_message)
+        where = "".join((f" asking for {int(asked.group(1)) >> 20:,} MiB" if asked else "",
+                         f" at line {exc.frames[-1]['line']}" if exc.frames else ""))
         raise AssertionError(
-            f"{case}: your code ran out of the memory this test allows: {cap_mb} MiB beyond its inputs, while "
-            f"one dense (L, S) float32 matrix of these sizes takes {dense_bytes >> 20} MiB (the limit is "
+            f"{case}: your code ran out of the memory this test allows{where}: {cap_mb} MiB beyond its inputs, "
+            f"while one dense (L, S) float32 matrix of these sizes takes {dense_bytes >> 20} MiB (the limit is "
             f"enforced by the operating system; how long the call takes plays no part). {advice}") from None
 
 

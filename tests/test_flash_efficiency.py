@@ -11,7 +11,6 @@ allocation.
 from __future__ import annotations
 
 import itertools
-import re
 from pathlib import Path
 
 import pytest
@@ -96,8 +95,11 @@ def test_dense_solution_fails_only_efficient(kata: str) -> None:
     assert tiers["core"] == {PASS} and tiers["edge"] == {PASS}, tiers
     assert tiers["efficient"] == {"fail"}, tiers
     [message] = tiers["_messages"]
-    assert re.search(r"allocated a tensor of [\d,]+ elements \(shape \((?:\d+, )*4096, 4096\)", message), message
-    assert re.search(r"made by aten::\w+", message) and "L*S/8 = 2,097,152" in message, message
+    # The kernel-enforced allowance: half a dense 4096 x 4096 float32 matrix (three quarters for the
+    # backward), which the dense code exceeds on its first (L, S) allocation.
+    cap = {"flash-attention": 32, "flash-attention-backward": 48}[kata]
+    assert "ran out of the memory this test allows asking for" in message, message
+    assert f"{cap} MiB beyond its inputs" in message and "takes 64 MiB" in message, message
 
 
 @pytest.mark.slow

@@ -96,11 +96,11 @@ def test_full_mask_solution_passes_core_but_fails_efficient() -> None:
     [eff] = by_tier["efficient"]
     assert eff.status == FAIL
     assert not result.passed and result.status == FAIL
-    # The message names the size it saw, the shape, and the op that allocated it.
-    assert "67,108,864 elements" in eff.message
-    assert "(8192, 8192)" in eff.message
-    assert re.search(r"made by aten::\w+", eff.message), eff.message
-    assert "33,554,432" in eff.message  # the limit L*S/2
+    # It ran out of the allowance the kernel enforces (half a dense 8192 x 8192 float32 matrix),
+    # and the message says where and what the dense matrix takes.
+    assert "ran out of the memory this test allows" in eff.message, eff.message
+    assert "128 MiB beyond its inputs" in eff.message and "takes 256 MiB" in eff.message, eff.message
+    assert re.search(r"at line \d+", eff.message), eff.message
 
 
 @pytest.mark.slow

@@ -251,6 +251,12 @@ class Engine:
             self.candidate.limits = saved
             self.candidate.timed_out |= saved_timed_out
 
+    def _hangs_everywhere(self) -> bool:
+        """The check timed out and so did every probe the candidate was given."""
+        tried = [o for o in self.cand_obs if o.failure is not None or o.error is None or o.error[0] != "Skipped"]
+        return (self.result.status == TIMEOUT and bool(tried)
+                and all(isinstance(o.failure, CandidateTimeout) for o in tried))
+
     def from_behaviour(self) -> None:
         """Which catalogued mistakes the candidate's outputs reproduce. Each probe is judged on
         its own: a probe the code cannot take (it raises where no mutant does) is named as
@@ -801,11 +807,14 @@ class Engine:
         self.from_runner()
         if self.spec is not None and self.candidate.load_error is None:
             self.probe_candidate()
-            before = self.findings.copy_all()
-            self.from_behaviour()
-            self.retry_layouts(before)
-            self.from_trace()
-            self.count_explained()
+            # The probes are tiny: code that hangs on them too teaches nothing the mistakes'
+            # variants could match (computing those costs ~0.4 s of the hang's verdict).
+            if not self._hangs_everywhere():
+                before = self.findings.copy_all()
+                self.from_behaviour()
+                self.retry_layouts(before)
+                self.from_trace()
+                self.count_explained()
         self.from_source()
         diags = self.diagnostics()
         mine = {d.id for d in diags}
