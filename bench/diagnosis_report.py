@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkata.checker.diagnose import firsts
-from attnkata.checker.diagnose.catalogue import COST_IDS  # right values, wrong cost
+from attnkata.checker.mistakes import COST_IDS  # right values, wrong cost
 
 REPO = Path(__file__).resolve().parent.parent
 MISTAKES = REPO / "tests" / "fixtures" / "mistakes"

@@ -12,7 +12,7 @@ at run time whatever it does; this policy names it before it runs, with the line
   costs is the set's choice (checker/sets/policy_cost.py: `"policy": "flag" | "zero" |
   "penalty:<fraction>"`; `"allow_imports": [...]` accepts more modules).
 
-Findings are grouped into five catalogue ids (see `catalogue.toml`): `policy-import`,
+Findings are grouped into five catalogue ids (see `checker/mistakes.toml`): `policy-import`,
 `policy-dynamic-code`, `policy-introspection`, `policy-private-api` and `policy-io`.
 
 The scan is iterative (a deep tree cannot exhaust the stack) and knows Python's scoping
@@ -1043,7 +1043,7 @@ def diagnostics(
     """One diagnostic per policy id found, pointing at its lines: a warning (`actionable`) in
     mode "warn", the reason the file fails (`essential`) in mode "enforce"; NEEDS_REVIEW is a
     note (`informative`) in both."""
-    from attnkata.checker.diagnose import catalogue
+    from attnkata.checker import mistakes
     from attnkata.checker.messages import msg
 
     check_mode(mode)
@@ -1056,7 +1056,7 @@ def diagnostics(
                 group.append(f)
         if not group:
             continue
-        m = catalogue.get(mid)
+        m = mistakes.get(mid)
         sep = "、" if lang == "zh" else ", "
         named = sep.join(
             msg("policy_where", lang, what=f.what, line=f.line) for f in group[:MAX_NAMED]

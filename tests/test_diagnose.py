@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from attnkata.checker import mistakes as cat
 from attnkata.checker.catalog import all_katas, get_kata
-from attnkata.checker.diagnose import catalogue as cat
 from attnkata.checker.diagnose import crashes, engine
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
 from attnkata.checker.diagnose.behaviour import differs, flatten, match
@@ -75,7 +75,7 @@ def test_catalogue_parameters_are_filled_with_the_candidates_numbers():
 
 
 def test_catalogue_validation_names_the_bad_entry():
-    data = tomllib.loads((Path(cat.__file__).with_name("catalogue.toml")).read_text(encoding="utf-8"))
+    data = tomllib.loads((Path(cat.__file__).with_name("mistakes.toml")).read_text(encoding="utf-8"))
     bad = json.loads(json.dumps(data))
     bad["mistake"][0]["explanation"]["zh"] = ""
     with pytest.raises(ValueError, match="scale-by-d-model.*explanation.zh"):

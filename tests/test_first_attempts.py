@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from attnkata.checker import mistakes
 from attnkata.checker.catalog import all_katas, get_kata
-from attnkata.checker.diagnose import catalogue, diagnose_as_passing, firsts
+from attnkata.checker.diagnose import diagnose_as_passing, firsts
 from attnkata.checker.runner import check
 
 MIN_TOP1, MIN_COVERAGE = 0.9, 0.8  # the goals (issue 21)
@@ -65,7 +66,7 @@ def graded(split: str) -> tuple[dict[str, Any], ...]:
 
 @pytest.mark.parametrize("split", firsts.SPLITS)
 def test_labels_are_well_formed(split: str) -> None:
-    known, katas = catalogue.catalogue(), all_katas()
+    known, katas = mistakes.catalogue(), all_katas()
     problems = []
     for kata_id in _katas():
         with (firsts.FIRSTS / kata_id / "labels.toml").open("rb") as fh:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attnkata.checker.diagnose import catalogue, demos
+from attnkata.checker import mistakes
+from attnkata.checker.diagnose import demos
 from attnkata.checker.store import History
 from attnkata.cli.app import app
 
@@ -35,7 +36,7 @@ def test_mistakes_of_one_kata_as_json_in_chinese():
     ids = [r["id"] for r in rows]
     assert "fully-masked-row-uniform" in ids and "kv-repeat-instead-of-interleave" not in ids
     row = next(r for r in rows if r["id"] == "fully-masked-row-uniform")
-    assert row["title"] == catalogue.get("fully-masked-row-uniform").render("title", "zh")
+    assert row["title"] == mistakes.get("fully-masked-row-uniform").render("title", "zh")
     assert row["link"].startswith("kata show sdpa") and row["severity"] == "essential"
 
 
@@ -75,7 +76,7 @@ def test_explain_unknown_id_suggests_the_closest_and_exits_2():
 
 @pytest.mark.parametrize("mid", demos.ids())
 def test_every_demo_runs_cleanly(mid):
-    assert mid in catalogue.catalogue()
+    assert mid in mistakes.catalogue()
     output = demos.run(mid)
     assert output and "Error:" not in output.splitlines()[-1], output
 
@@ -111,7 +112,7 @@ def test_hint_falls_back_to_the_catalogue_fix():
     with History() as h:  # a diagnosis for which sdpa-numpy has no hint of its own
         h.record_attempt("sdpa-numpy", "fail", 10, 17, 1.0, "x.py", ["fully-masked-row-uniform"])
     res = kata("hint", "sdpa-numpy", "--lang", "zh")
-    m = catalogue.get("fully-masked-row-uniform")
+    m = mistakes.get("fully-masked-row-uniform")
     flat = "".join(res.stdout.split())  # the console wraps long lines
     assert "".join(m.render("fix", "zh").split()) in flat and "fully-masked-row-uniform" in res.stdout
     # Shown once; the next hint is the first progressive one.

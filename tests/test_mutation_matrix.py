@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from attnkata.checker import mistakes
 from attnkata.checker.catalog import all_katas, get_kata
-from attnkata.checker.diagnose import catalogue, diagnose_as_passing
+from attnkata.checker.diagnose import diagnose_as_passing
 from attnkata.checker.runner import check
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -60,7 +61,7 @@ def expected_id(path: Path) -> str:
 @pytest.mark.parametrize(("kata_id", "path"), _mistake_cases())
 def test_mistake_fixture_is_diagnosed(kata_id: str, path: Path) -> None:
     want = expected_id(path)
-    assert want in catalogue.catalogue(), f"{path.name}: {want!r} is not a catalogue id"
+    assert want in mistakes.catalogue(), f"{path.name}: {want!r} is not a catalogue id"
     kata = get_kata(kata_id)
     # Grading stops at the first failed test: the matrix needs "the grader fails it" and the
     # diagnosis, not every test's verdict (4-10x faster).
@@ -79,7 +80,7 @@ def test_mistake_fixture_is_diagnosed(kata_id: str, path: Path) -> None:
 
 # Right values, wrong cost (e.g. alt/sliding-window/full_mask.py): legitimate for an
 # alternative only if the grader's efficiency tier fails it too.
-COST_IDS = catalogue.COST_IDS  # right values, wrong cost
+COST_IDS = mistakes.COST_IDS  # right values, wrong cost
 
 
 @pytest.mark.parametrize(("kata_id", "path"), _correct_cases())

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attnkata.checker import policy
+from attnkata.checker import mistakes, policy
 from attnkata.checker.catalog import get_kata
-from attnkata.checker.diagnose import catalogue
 from attnkata.checker.errors import KataError
 from attnkata.checker.models import ERROR, FAIL
 from attnkata.checker.static import (
@@ -181,7 +180,7 @@ def test_one_diagnostic_per_id_and_one_finding_per_line():
 
 @pytest.mark.parametrize("mid", policy.POLICY_IDS)
 def test_policy_ids_are_catalogued_and_explained_in_both_languages(mid: str):
-    m = catalogue.get(mid)
+    m = mistakes.get(mid)
     assert m.katas == ("*",)
     for what in ("title", "explanation", "fix", "hides"):
         assert m.render(what, "en") != m.render(what, "zh")

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attnkata.checker import policy
+from attnkata.checker import mistakes, policy
 from attnkata.checker.catalog import get_kata
-from attnkata.checker.diagnose import catalogue
 from attnkata.checker.static import check_source, stop_status
 from attnkata.cli.app import app
 
@@ -184,8 +183,8 @@ def test_no_real_alternative_mistaken_or_reference_solution_gets_a_finding():
 
 
 def test_needs_review_is_a_note_that_never_fails_a_file():
-    assert catalogue.get(policy.NEEDS_REVIEW).render("title", "en")
-    assert catalogue.get(policy.NEEDS_REVIEW).render("title", "zh")
+    assert mistakes.get(policy.NEEDS_REVIEW).render("title", "en")
+    assert mistakes.get(policy.NEEDS_REVIEW).render("title", "zh")
     source = (FIXTURES / "attacks3" / "policy_needs_review.py").read_text("utf-8")
     for mode in policy.MODES:
         diags = [

@@ -31,9 +31,9 @@ from typing import Any
 
 import pytest
 
-from attnkata.checker import models
+from attnkata.checker import mistakes, models
 from attnkata.checker.catalog import all_katas, get_kata
-from attnkata.checker.diagnose import catalogue, diagnose_as_passing
+from attnkata.checker.diagnose import diagnose_as_passing
 from attnkata.checker.runner import check
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
@@ -68,7 +68,7 @@ def strict_diagnosis(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_labels_are_well_formed() -> None:
     katas = all_katas()
-    known = catalogue.catalogue()
+    known = mistakes.catalogue()
     problems = []
     by_kata: dict[str, set[str]] = {}
     for kata_id, label in LABELS:

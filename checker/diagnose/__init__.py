@@ -30,7 +30,7 @@ child process is still alive. The verdict combines four kinds of evidence:
 - the source (`ast_rules.py`): only to point at the lines, or for a banned import no probe
   reached. A static hit alone never fails a correct solution.
 
-Texts, severities and links come from the catalogue (`catalogue.toml`, `catalogue.py`).
+Texts, severities and links come from the catalogue (`checker/mistakes.toml`, `checker/mistakes.py`).
 Mistakes no evidence explains give one informative `no-known-mistake`.
 
 Adding a kata's diagnosis
@@ -111,10 +111,10 @@ def diagnose_result(kata: Kata, path: Path, source: str, result: Result, candida
     except Exception as exc:  # a bug in the diagnosis must never cost the candidate their grade
         if os.environ.get("ATTNKATA_STRICT_DIAGNOSIS"):
             raise
-        from attnkata.checker.diagnose import catalogue
+        from attnkata.checker import mistakes
         from attnkata.checker.models import Diagnostic
 
-        m = catalogue.get(catalogue.NO_MATCH)
+        m = mistakes.get(mistakes.NO_MATCH)
         note = (f"the diagnosis itself failed ({type(exc).__name__}: {exc}); please report it" if lang != "zh"
                 else f"诊断本身出错了（{type(exc).__name__}：{exc}），请报告这个问题")
         return [Diagnostic(id=m.id, severity=m.severity, title=m.render("title", lang),

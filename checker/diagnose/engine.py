@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnkata.checker import mistakes as cat
 from attnkata.checker.catalog import Kata
-from attnkata.checker.diagnose import catalogue as cat
 from attnkata.checker.diagnose import pairs, peel, replay
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
 from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_dtype

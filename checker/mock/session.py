@@ -480,11 +480,11 @@ def next_hint(s: Session, p: Problem, kata: Kata) -> tuple[str, str] | None:
 def _catalogue_fix(mistake_id: str, lang: str) -> str | None:
     """The mistake catalogue's title and fix, for a mistake the kata wrote no hint for (as
     `kata hint` does)."""
-    from attnkata.checker.diagnose import catalogue
+    from attnkata.checker import mistakes
 
-    if mistake_id not in catalogue.catalogue():
+    if mistake_id not in mistakes.catalogue():
         return None
-    m = catalogue.get(mistake_id)
+    m = mistakes.get(mistake_id)
     return msg("hint.title_and_fix", lang, title=m.render("title", lang), fix=m.render("fix", lang))
 
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attnkata.checker import catalog
-from attnkata.checker.diagnose import catalogue as cat
+from attnkata.checker import mistakes as cat
 from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import msg
 from attnkata.cli.console import out, print_json

@@ -237,7 +237,7 @@ def _last_diagnoses(h: History, kata: str) -> list[str]:
 
 
 def _catalogue_hint(mistake_id: str) -> catalog.Hint | None:
-    from attnkata.checker.diagnose import catalogue as mistakes
+    from attnkata.checker import mistakes
 
     if mistake_id not in mistakes.catalogue():
         return None

@@ -182,9 +182,9 @@ GRID_CAPTION = {"en": f"rows = query tokens, columns = key tokens; blocks of {GR
 
 def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:
     """The layout grids are token grids: say so, and where the blocks are."""
-    from attnkata.checker.diagnose import catalogue
+    from attnkata.checker import mistakes
 
-    return {"grid_caption": GRID_CAPTION} if catalogue.get(mid).grid and mid in MUTANTS else {}
+    return {"grid_caption": GRID_CAPTION} if mistakes.get(mid).grid and mid in MUTANTS else {}
 
 
 REFERENCE = ref

@@ -149,9 +149,9 @@ GRID_CAPTION = {"en": "rows = queries, columns = keys (token positions)", "zh": 
 
 
 def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:
-    from attnkata.checker.diagnose import catalogue
+    from attnkata.checker import mistakes
 
-    return {"grid_caption": GRID_CAPTION} if catalogue.get(mid).grid and mid in MUTANTS else {}
+    return {"grid_caption": GRID_CAPTION} if mistakes.get(mid).grid and mid in MUTANTS else {}
 
 
 def alternatives(probe: Probe) -> list[Probe]:

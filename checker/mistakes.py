@@ -1,5 +1,5 @@
 """The mistake catalogue: ids, severities and bilingual texts of every mistake `kata check`
-can name. The data lives in `catalogue.toml` next to this file (package data).
+can name. The data lives in `mistakes.toml` next to this file (package data).
 
 Only stdlib here: `kata mistakes` and `kata explain` list the catalogue without importing
 torch.
@@ -19,7 +19,7 @@ from typing import Any
 from attnkata.checker.catalog import LANGS, Text
 from attnkata.checker.models import SEVERITIES
 
-CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
+CATALOGUE_PATH = Path(__file__).with_name("mistakes.toml")
 EVERY_KATA = "*"
 NO_MATCH = "no-known-mistake"
 # Mistakes of cost, not of values: a file with only these fails the `efficient` tier alone.
