@@ -16,7 +16,7 @@ from attnkata.checker.catalog import all_katas, get_kata
 from attnkata.checker.diagnose import crashes, engine
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
 from attnkata.checker.diagnose.behaviour import differs, flatten, match
-from attnkata.checker.diagnose.probes import Probe, grid_of, strict_mask
+from attnkata.checker.diagnose.inputs import Probe, grid_of, strict_mask
 from attnkata.checker.diagnose.subjects import Observed
 from attnkata.checker.models import SEVERITIES
 from attnkata.checker.runner import check

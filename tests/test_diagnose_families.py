@@ -16,8 +16,8 @@ import torch
 
 from attnkata.checker.catalog import get_kata
 from attnkata.checker.diagnose.behaviour import match
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.pairs import compose
-from attnkata.checker.diagnose.probes import Probe
 from attnkata.checker.diagnose.subjects import Observed
 from attnkata.checker.runner import check
 from attnkata.reference.mutants import sdpa as sdpa_mutants

@@ -37,7 +37,7 @@ Adding a kata's diagnosis
 -------------------------
 Write one file, `reference/mutants/<kata_module>.py` (e.g. `gqa.py` for kata `gqa`):
 
-    from attnkata.checker.diagnose.probes import Probe
+    from attnkata.checker.diagnose.inputs import Probe
     from attnkata.reference import gqa as ref
 
     class RepeatNotInterleave(ref.GroupedQueryAttention):   # one small wrong variant
@@ -69,7 +69,7 @@ replaces `attnkata.reference.<kata_module>` as the namespace the entry point is 
 `budget=(id, elements)` flags a too-large intermediate tensor; `repeat=True` calls twice
 (dropout left on); `grad=(wrt, grad_output)` compares gradients; `name_zh` names the probe
 in Chinese evidence. A finding may carry `data["head_map_expected"/"head_map_got"]`.
-Shared probe builders live in `checker/diagnose/probes.py`.
+Shared probe builders live in `checker/diagnose/inputs.py`.
 
 Rules of thumb: a mutant is the reference with one knob turned (so an exact match means
 that mistake and nothing else); add a variant for every spelling that behaves differently

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.subjects import Observed
 from attnkata.checker.sandbox.wire import Opaque
 

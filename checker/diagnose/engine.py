@@ -26,7 +26,7 @@ from attnkata.checker.diagnose import pairs, peel, replay
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
 from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_dtype
 from attnkata.checker.diagnose.crashes import classify
-from attnkata.checker.diagnose.probes import Probe, as_float32, grid_of
+from attnkata.checker.diagnose.inputs import Probe, as_float32, grid_of
 from attnkata.checker.diagnose.subjects import FunctionSubject, ModuleSubject, Observed, one_thread
 from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result, SourceRef
 from attnkata.checker.probes import salted

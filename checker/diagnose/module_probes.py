@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnkata.checker.diagnose.probes import Probe, strict_mask, with_empty_rows
+from attnkata.checker.diagnose.inputs import Probe, strict_mask, with_empty_rows
 from attnkata.checker.probes import randn
 from attnkata.checker.weights import seeded_
 

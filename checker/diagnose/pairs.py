@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from attnkata.checker.diagnose.behaviour import differs, differs_kept, flat
-from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.subjects import Observed
 
 # At most this many first mistakes (by how much of the deviation they reproduce alone).

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from attnkata.checker.diagnose.behaviour import differs, differs_kept, flat
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.pairs import compose
-from attnkata.checker.diagnose.probes import Probe
 from attnkata.checker.diagnose.subjects import Observed, one_thread
 
 MAX_MISTAKES = 3

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from attnkata.checker.compare import clone_tree, unchanged
-from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.proxy import Candidate, CandidateFailure, RemoteModule
 from attnkata.checker.sandbox.autograd import backward
 

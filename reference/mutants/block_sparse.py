@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.probes import randn
 from attnkata.reference import block_sparse as ref
 

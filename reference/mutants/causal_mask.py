@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.reference import causal_mask as ref
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from attnkata.checker.diagnose.behaviour import differs, flatten
-from attnkata.checker.diagnose.probes import Probe, resized, strict_mask, with_empty_rows
+from attnkata.checker.diagnose.inputs import Probe, resized, strict_mask, with_empty_rows
 from attnkata.checker.diagnose.subjects import Observed, call_local
 from attnkata.checker.probes import randn
 from attnkata.reference import flash_attention as ref

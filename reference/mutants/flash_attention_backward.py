@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.diagnose.probes import Probe, resized, strict_mask, with_empty_rows
+from attnkata.checker.diagnose.inputs import Probe, resized, strict_mask, with_empty_rows
 from attnkata.checker.probes import randn
 from attnkata.reference import flash_attention as fwd
 from attnkata.reference import flash_attention_backward as ref

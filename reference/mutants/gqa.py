@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.module_probes import (
     FAMILY_CRAFTS,
     family_mutants,
@@ -15,7 +16,6 @@ from attnkata.checker.diagnose.module_probes import (
     kv_head_map,
     seeded,
 )
-from attnkata.checker.diagnose.probes import Probe
 from attnkata.reference import gqa as ref
 
 ENTRY = "GroupedQueryAttention"

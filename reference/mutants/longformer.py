@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.diagnose.probes import Probe, resized
+from attnkata.checker.diagnose.inputs import Probe, resized
 from attnkata.checker.probes import randn
 from attnkata.reference import longformer as ref
 

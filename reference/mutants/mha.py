@@ -6,13 +6,13 @@ Self-attention only: L == S, so a top-left causal mask equals the bottom-right o
 
 from __future__ import annotations
 
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.module_probes import (
     FAMILY_CRAFTS,
     family_mutants,
     family_probes,
     seeded,
 )
-from attnkata.checker.diagnose.probes import Probe
 from attnkata.reference import mha as ref
 
 ENTRY = "MultiHeadAttention"

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.module_probes import (
     FAMILY_MISTAKES,
     Knobs,
@@ -29,7 +30,6 @@ from attnkata.checker.diagnose.module_probes import (
     seeded,
     split_heads,
 )
-from attnkata.checker.diagnose.probes import Probe
 from attnkata.reference import mla as ref
 
 ENTRY = "MultiHeadLatentAttention"

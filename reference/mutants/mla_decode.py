@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.module_probes import remakeable, seeded
-from attnkata.checker.diagnose.probes import Probe
 from attnkata.checker.probes import randn
 from attnkata.reference import mla_decode as ref
 

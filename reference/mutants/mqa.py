@@ -7,13 +7,13 @@ Self-attention (L == S): `causal-mask-top-left` cannot show here.
 
 from __future__ import annotations
 
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.module_probes import (
     FAMILY_CRAFTS,
     family_mutants,
     family_probes,
     seeded,
 )
-from attnkata.checker.diagnose.probes import Probe
 from attnkata.reference import mqa as ref
 
 ENTRY = "MultiQueryAttention"

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.module_probes import (
     FAMILY_MISTAKES,
     GRID_SEED,
@@ -28,7 +29,6 @@ from attnkata.checker.diagnose.module_probes import (
     seeded,
     split_heads,
 )
-from attnkata.checker.diagnose.probes import Probe
 from attnkata.checker.probes import randn
 from attnkata.reference import perceiver_latent as ref
 

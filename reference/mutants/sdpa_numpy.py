@@ -13,8 +13,8 @@ from functools import partial
 
 import numpy as np
 
+from attnkata.checker.diagnose.inputs import Probe, attention_probes
 from attnkata.checker.diagnose.module_probes import uniform_family
-from attnkata.checker.diagnose.probes import Probe, attention_probes
 from attnkata.reference import sdpa_numpy as ref
 
 ENTRY = "scaled_dot_product_attention"

@@ -10,7 +10,7 @@ from functools import partial
 
 import torch
 
-from attnkata.checker.diagnose.probes import Probe
+from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.probes import randn
 from attnkata.reference import sliding_window as ref
 

@@ -9,7 +9,7 @@ from functools import partial
 
 import torch
 
-from attnkata.checker.diagnose.probes import Probe, resized, strict_mask, with_empty_rows
+from attnkata.checker.diagnose.inputs import Probe, resized, strict_mask, with_empty_rows
 from attnkata.checker.probes import randn
 from attnkata.reference import topk_sparse as ref
 
