@@ -1,11 +1,13 @@
 """Seeded inputs and call-and-compare helpers shared by the graders (and diagnosis probes).
 
-Every input is built from an explicit seed so diagnosis can replay it. During a check the
-graders' random values are also mixed with a secret salt drawn for that check (`salted`,
-set by the runner): a file that stores the expected outputs of fixed inputs (a lookup table
-instead of attention) meets other inputs every time. Masks, shapes and block layouts stay as
-the tests chose them; only the random values (`randn`) move. `ATTNKATA_INPUT_SALT=0` turns
-the salt off (golden results, benchmarks comparing two gradings).
+Every input is built from an explicit seed so diagnosis can replay it. A check may also mix
+a secret salt into the graders' random values (`salted`, set by the runner from
+`ATTNKATA_INPUT_SALT`): a file that stores the expected outputs of the published fixed inputs
+(a lookup table instead of attention) then meets inputs it cannot know. Masks, shapes and
+block layouts stay as the tests chose them; only the random values (`randn`) move. The salt
+is a number, not drawn per check: the same file gets the same grade on every regrade and
+every student of a set meets the same inputs (a random draw per check made partial scores of
+wrong files, and float32 verdicts of borderline correct ones, change from run to run).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,9 +29,13 @@ _salt = 0  # the running check's; 0 outside a check and in the diagnosis' own pr
 
 
 def new_salt() -> int:
-    """A check's salt: secret and fresh, unless ATTNKATA_INPUT_SALT fixes it."""
-    fixed = os.environ.get("ATTNKATA_INPUT_SALT")
-    return int(fixed) if fixed not in (None, "") else secrets.randbits(40) + 1
+    """A check's salt: ATTNKATA_INPUT_SALT (an instructor's secret number), else 0: the
+    seeds as written."""
+    value = os.environ.get("ATTNKATA_INPUT_SALT", "").strip()
+    try:
+        return int(value) if value else 0
+    except ValueError:
+        return int.from_bytes(value.encode()[:16], "big")  # a secret word works as well
 
 
 @contextlib.contextmanager

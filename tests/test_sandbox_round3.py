@@ -172,16 +172,19 @@ def test_fused_attention_is_refused_at_the_dispatcher_in_the_sandbox() -> None:
             c.call("scaled_dot_product_attention", (q, q, q))
 
 
-def test_the_graders_inputs_change_from_check_to_check(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_secret_salt_gives_inputs_a_table_cannot_know_and_the_same_ones_on_a_regrade(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     def seen() -> list[str]:
         result = check(get_kata("sdpa"), ROUND3 / "echo_inputs.py", limits=LIMITS, diagnose=False)
         return [t.message for t in result.tests if "seen" in t.message]
 
     monkeypatch.delenv("ATTNKATA_INPUT_SALT", raising=False)
-    first, second = seen(), seen()
-    assert first and len(first) == len(second) and not set(first) & set(second)
-    monkeypatch.setenv("ATTNKATA_INPUT_SALT", "0")
-    assert seen() == seen()
+    published = seen()
+    assert published and published == seen()  # the seeds as written: what a lookup table keys on
+    monkeypatch.setenv("ATTNKATA_INPUT_SALT", "week3-secret")
+    salted = seen()
+    assert len(salted) == len(published) and not set(salted) & set(published)
+    assert seen() == salted  # a regrade meets the same inputs
 
 
 def test_a_dense_matrix_in_numpy_fails_the_efficient_tier() -> None:
