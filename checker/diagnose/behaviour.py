@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -180,6 +180,26 @@ class Verdict:
     partial: dict[str, tuple[int, float, list[str]]] = field(default_factory=dict)
 
 
+class Comparison(NamedTuple):
+    """One spelling of one mistake against the candidate, probe by probe (boolean masks over
+    each probe's output elements)."""
+
+    mid: str
+    variant: int
+    sig: list[np.ndarray]  # where the spelling differs from the reference
+    exp: list[np.ndarray]  # where the candidate differs from the spelling
+    explains: list[np.ndarray]  # where the spelling's change is the candidate's (sig & ~exp)
+    shown: list[str]  # the probes on which it explains something
+
+
+class Presence(NamedTuple):
+    """A mistake the candidate shows: by which spelling (or FAMILY), where, on which probes."""
+
+    variant: int | str
+    explains: list[np.ndarray]
+    shown: list[str]
+
+
 def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
           mutants: dict[str, list[list[Observed]]]) -> Verdict:
     """`mutants[id][variant][i]` is mutant (id, variant) on probes[i]."""
@@ -195,9 +215,9 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     total = sum(int(d.sum()) for d in dev)
 
     exact: dict[str, int] = {}
-    present: dict[str, tuple[int, list[np.ndarray], list[str]]] = {}
+    present: dict[str, Presence] = {}
     best_partial: tuple[str, float] | None = None
-    compared: list[tuple[str, int, list[np.ndarray], list[np.ndarray], list[np.ndarray], list[str]]] = []
+    compared: list[Comparison] = []
     for mid, variants in mutants.items():
         for vi, outs in enumerate(variants):
             sig = [differs_kept(m, r, n) for m, r, n in zip(outs, ref, sizes, strict=True)]
@@ -207,7 +227,7 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
             if not any(e.any() for e in exp):
                 exact.setdefault(mid, vi)
                 continue
-            compared.append((mid, vi, sig, exp, explains, shown))
+            compared.append(Comparison(mid, vi, sig, exp, explains, shown))
             share = sum(int((x & d).sum()) for x, d in zip(explains, dev, strict=True)) / max(total, 1)
             if best_partial is None or share > best_partial[1]:
                 best_partial = (mid, share)
@@ -217,20 +237,21 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     # mutants are not required to reproduce their own change.
     swallowed = [_nonfinite(c, n) for c, n in zip(cand, sizes, strict=True)]
     if compared:
-        nan_explained = [np.logical_or.reduce([x[4][i] for x in compared]) & swallowed[i] for i in range(len(probes))]
+        nan_explained = [np.logical_or.reduce([x.explains[i] for x in compared]) & swallowed[i]
+                         for i in range(len(probes))]
     else:
         nan_explained = [np.zeros_like(d) for d in dev]
-    for mid, vi, sig, exp, explains, shown in compared:
-        if mid in present or not any(s.any() for s in sig):
+    for c in compared:
+        if c.mid in present or not any(s.any() for s in c.sig):
             continue
-        if not any((s & e & ~ne).any() for s, e, ne in zip(sig, exp, nan_explained, strict=True)):
-            present[mid] = (vi, explains, shown)
+        if not any((s & e & ~ne).any() for s, e, ne in zip(c.sig, c.exp, nan_explained, strict=True)):
+            present[c.mid] = Presence(c.variant, c.explains, c.shown)
 
     # A family of spellings (e.g. every finite fill value) is also matched by what all its
     # spellings have in common, for a candidate that writes yet another one.
     spellings: dict[str, list[tuple[list[np.ndarray], list[Observed]]]] = {}
-    for mid, vi, sig, _, _, _ in compared:
-        spellings.setdefault(mid, []).append((sig, mutants[mid][vi]))
+    for c in compared:
+        spellings.setdefault(c.mid, []).append((c.sig, mutants[c.mid][c.variant]))
     for mid, items in spellings.items():
         # Only for mistakes that change values: a changed shape or an error moves every element.
         reshapes = any(sig[i][sizes[i]] for sig, _ in items for i in range(len(probes)))
@@ -238,8 +259,8 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
             region = _family_region(probes, cand, ref, sizes, dev, items)
             # One spelling reproduced exactly where it shows says more, unless the family's
             # shared behaviour explains more of the deviation.
-            if region is not None and (mid not in present or _count(region[0]) > _count(present[mid][1])):
-                present[mid] = (FAMILY, *region)
+            if region is not None and (mid not in present or _count(region[0]) > _count(present[mid].explains)):
+                present[mid] = Presence(FAMILY, *region)
 
     if exact:
         ids = list(exact)
@@ -256,22 +277,22 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     uncovered = [d.copy() for d in dev]
     chosen: list[str] = []
     while any(u.any() for u in uncovered):
-        gain = {mid: sum(int((x & u).sum()) for x, u in zip(expl, uncovered, strict=True))
-                for mid, (_, expl, _) in present.items() if mid not in chosen}
+        gain = {mid: sum(int((x & u).sum()) for x, u in zip(p.explains, uncovered, strict=True))
+                for mid, p in present.items() if mid not in chosen}
         if not gain or max(gain.values()) == 0:
             break
         mid = max(gain, key=lambda k: gain[k])
         chosen.append(mid)
-        uncovered = [u & ~x for u, x in zip(uncovered, present[mid][1], strict=True)]
+        uncovered = [u & ~x for u, x in zip(uncovered, present[mid].explains, strict=True)]
     if chosen and not any(u.any() for u in uncovered):
         for mid in chosen:
-            verdict.matched[mid] = present[mid][2]
-            verdict.variant[mid] = present[mid][0]
+            verdict.matched[mid] = present[mid].shown
+            verdict.variant[mid] = present[mid].variant
         return verdict
     for mid in chosen:
-        vi, expl, shown = present[mid]
-        share = sum(int((x & d).sum()) for x, d in zip(expl, dev, strict=True)) / max(total, 1)
-        verdict.partial[mid] = (vi, share, shown)
+        p = present[mid]
+        share = sum(int((x & d).sum()) for x, d in zip(p.explains, dev, strict=True)) / max(total, 1)
+        verdict.partial[mid] = (p.variant, share, p.shown)
     verdict.closest = best_partial if best_partial and best_partial[1] > 0 else None
     return verdict
 
