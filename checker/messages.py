@@ -1,11 +1,12 @@
 """Every user-facing sentence of attnkata's code, in English and Chinese: one catalogue, one lookup.
 
-Kata-specific text lives in each kata.toml and the mistake catalogue (checker/diagnose/); this
+Kata-specific text lives in each kata.toml and the mistake catalogue (checker/mistakes.toml); this
 catalogue holds the sentences of the engine, the CLI, mock interviews, problem sets and the HTML
 page. It is one key space merged from a few data modules: the engine's own sentences below, and
 messages_mock.py ("mock.", "scorecard."), messages_sets.py ("report.", "handout.", "readme.",
 "grade.", "similarity.") and messages_ui.py ("render.", "grid.", "progress.", "mistakes.",
-"html.", "hint.", "notebook.", "schedule.", "list_sep"). A key is defined once (checked here).
+"html.", "hint.", "notebook.", "schedule.", "list_sep") and messages_diagnose.py ("trace.": the
+diagnosis' trace checks). A key is defined once (checked here).
 
 `msg(key, lang, **params)` formats one (English for any language but "zh"); `phrase(key, ...)`
 defers the choice of language; `both(key, ...)` gives {"en": ..., "zh": ...} for text stored in
@@ -18,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnkata.checker import messages_mock, messages_sets, messages_ui
+from attnkata.checker import messages_diagnose, messages_mock, messages_sets, messages_ui
 
 MESSAGES: dict[str, tuple[str, str]] = {
     "syntax_error_title": ("Syntax error", "语法错误"),
@@ -130,7 +131,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
                        "{doing}你的进程传回了 {detail}，已被终止"),
 }
 
-_PARTS = (messages_mock.MESSAGES, messages_sets.MESSAGES, messages_ui.MESSAGES)
+_PARTS = (messages_mock.MESSAGES, messages_sets.MESSAGES, messages_ui.MESSAGES, messages_diagnose.MESSAGES)
 for _part in _PARTS:
     _clash = MESSAGES.keys() & _part.keys()
     assert not _clash, f"message keys defined twice: {sorted(_clash)}"

@@ -11,6 +11,7 @@ import importlib
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -28,6 +29,7 @@ from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_d
 from attnkata.checker.diagnose.crashes import classify
 from attnkata.checker.diagnose.inputs import Probe, as_float32, grid_of
 from attnkata.checker.diagnose.subjects import FunctionSubject, ModuleSubject, Observed, one_thread
+from attnkata.checker.messages import msg
 from attnkata.checker.models import ERROR, PASS, TIMEOUT, Diagnostic, Result, SourceRef
 from attnkata.checker.probes import salted
 from attnkata.checker.proxy import (
@@ -590,74 +592,20 @@ class Engine:
                         f.source.append(ref)
 
     def from_trace(self) -> None:
-        """Built-in checks on what the child observed: dtype, in-place writes, banned ops,
-        RuntimeWarnings, nondeterminism, memory budget, crash signatures."""
+        """The trace checks (TRACE_RULES) on what the child observed for each probe: dtype,
+        in-place writes, banned ops, warnings, nondeterminism, memory budget, crash
+        signatures. A probe the code raised on is judged by its error alone."""
         if not self.spec:
             return
-        for p, c, r in zip(self.spec.probes, self.cand_obs, self.ref_obs or [None] * len(self.cand_obs), strict=False):
-            if c.failure is not None and isinstance(c.failure, CandidateBanned):
-                self.findings.add("banned-api", 2, self.t(f"probe '{p.name}': {c.failure.message}",
-                                                          f"探测输入“{self.pname(p)}”：{c.failure.message}"),
-                                  params={"api": _api_name(c.failure.message)})
-            if c.error is not None and c.error[0] != "Skipped":
-                mid = classify(c.error[1], self.kata.id, p.params)
-                if mid and self.applies(mid):
-                    refs = _frame_refs(c, self.src)
-                    self.findings.add(mid, 2, self.t(f"probe '{p.name}' raised {c.error[0]}: {c.error[1][:160]}",
-                                                     f"探测输入“{self.pname(p)}”抛出 {c.error[0]}：{c.error[1][:160]}"),
-                                      source=refs, probe=p)
-                continue
-            for w in c.warnings:
-                mid = classify(w["message"], self.kata.id, p.params)
-                if mid and self.applies(mid):
-                    line = [SourceRef(w["line"], text=_line(self.src, w["line"]))] if w.get("line") else []
-                    self.findings.add(mid, 2, self.t(f"probe '{p.name}' warned: {w['message'][:120]}",
-                                                     f"探测输入“{self.pname(p)}”发出警告：{w['message'][:120]}"),
-                                      source=line, probe=p)
-            if r is not None and r.ok and c.ok and not (self.verdict and self.verdict.matched):
-                want_kind, got_kind = _kind(r.value), _kind(c.value)
-                if want_kind != got_kind and self.applies("wrong-return-type"):
-                    self.findings.add("wrong-return-type", 2,
-                                      self.t(f"probe '{p.name}': returned {got_kind}, expected {want_kind}",
-                                             f"探测输入“{self.pname(p)}”：返回了 {got_kind}，应为 {want_kind}"),
-                                      params={"got_type": got_kind, "want_type": want_kind}, probe=p)
-            if r is not None and r.ok:
-                want, got = output_dtype(r), output_dtype(c)
-                if want and got and want != got and self.applies("dtype-not-preserved"):
-                    self.findings.add("dtype-not-preserved", 2,
-                                      self.t(f"probe '{p.name}': {want} inputs gave a {got} output",
-                                             f"探测输入“{self.pname(p)}”：{want} 输入得到了 {got} 输出"),
-                                      params={"in_dtype": want, "out_dtype": got}, probe=p)
-                if self.applies("numpy-float-warning") and self._values_match(c, r):
-                    runtime = [w for w in c.warnings if w["category"] == "RuntimeWarning"]
-                    if runtime:
-                        w = runtime[0]
-                        line = [SourceRef(w["line"], text=_line(self.src, w["line"]))] if w.get("line") else []
-                        self.findings.add("numpy-float-warning", 2,
-                                          self.t(f"probe '{p.name}': right values, but NumPy warned '{w['message']}'",
-                                                 f"探测输入“{self.pname(p)}”：数值正确，但 NumPy 警告“{w['message']}”"),
-                                          source=line, params={"warning": w["message"]}, probe=p)
-            if c.mutated and self.applies("input-mutated"):
-                ops = sorted({x["op"] for x in c.trace.get("inplace_on_inputs", [])})
-                which = ", ".join(self._arg_name(p.entry, m) for m in c.mutated)
-                note = (f" ({', '.join(ops)})" if self.lang == "en" else f"（{', '.join(ops)}）") if ops else ""
-                self.findings.add("input-mutated", 2, self.t(f"probe '{p.name}': {which} changed during the call",
-                                                             f"探测输入“{self.pname(p)}”：调用过程中 {which} 被修改"),
-                                  params={"which": which, "op_note": note}, probe=p)
-            if p.repeat and c.ok and c.second is not None and not _equal(c.value, c.second):
-                self._nondeterminism(p, c)
-            if p.budget is not None and c.ok:
-                mid, limit = p.budget
-                largest = c.trace.get("largest", {})
-                if largest.get("elements", 0) >= limit and self.applies(mid):
-                    shape = "x".join(str(s) for s in largest.get("shape", []))
-                    self.findings.add(mid, 2, self.t(
-                        f"probe '{p.name}': largest intermediate {shape} ({largest.get('elements'):,} elements) "
-                        f"from {largest.get('op')}",
-                        f"探测输入“{self.pname(p)}”：最大的中间张量 {shape}（{largest.get('elements'):,} 个元素），"
-                        f"来自 {largest.get('op')}"),
-                        params={"elements": largest.get("elements"), "shape": f"({', '.join(str(s) for s in largest.get('shape', []))})",
-                                "op": largest.get("op")}, probe=p, source=_op_lines(str(largest.get("op", "")), self.src))
+        refs = self.ref_obs or [None] * len(self.cand_obs)
+        for p, c, r in zip(self.spec.probes, self.cand_obs, refs, strict=False):
+            for rule in TRACE_RULES:
+                if rule(self, p, c, r):
+                    break
+
+    def evidence(self, key: str, p: Probe, **params: Any) -> str:
+        """A trace check's evidence line (checker/messages_diagnose.py), naming the probe."""
+        return msg(key, self.lang, probe=self.pname(p), **params)
 
     def _nondeterminism(self, p: Probe, c: Observed) -> None:
         """Two identical calls differ: dropout left on (module katas: the catalogue's
@@ -823,6 +771,105 @@ class Engine:
                                       if i not in self.explained_runner and d.id not in mine]
         return diags
 
+
+
+# -- trace checks ---------------------------------------------------------------------------
+# One function per check: (engine, probe, the candidate's observation, the reference's or None)
+# -> True when the probe needs no further check. Each adds its findings to engine.findings.
+TraceRule = Callable[["Engine", Probe, Observed, Observed | None], bool]
+
+
+def _banned(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
+    if c.failure is not None and isinstance(c.failure, CandidateBanned):
+        e.findings.add("banned-api", 2, e.evidence("trace.banned", p, detail=c.failure.message),
+                       params={"api": _api_name(c.failure.message)})
+    return False
+
+
+def _crash_signature(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
+    """An error whose message names a mistake; either way, an error ends this probe's checks."""
+    if c.error is None or c.error[0] == "Skipped":
+        return False
+    mid = classify(c.error[1], e.kata.id, p.params)
+    if mid and e.applies(mid):
+        e.findings.add(mid, 2, e.evidence("trace.raised", p, type=c.error[0], message=c.error[1][:160]),
+                       source=_frame_refs(c, e.src), probe=p)
+    return True
+
+
+def _warning_signature(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
+    for w in c.warnings:
+        mid = classify(w["message"], e.kata.id, p.params)
+        if mid and e.applies(mid):
+            line = [SourceRef(w["line"], text=_line(e.src, w["line"]))] if w.get("line") else []
+            e.findings.add(mid, 2, e.evidence("trace.warned", p, message=w["message"][:120]), source=line, probe=p)
+    return False
+
+
+def _return_type(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
+    if r is not None and r.ok and c.ok and not (e.verdict and e.verdict.matched):
+        want, got = _kind(r.value), _kind(c.value)
+        if want != got and e.applies("wrong-return-type"):
+            e.findings.add("wrong-return-type", 2, e.evidence("trace.return_type", p, got=got, want=want),
+                           params={"got_type": got, "want_type": want}, probe=p)
+    return False
+
+
+def _dtype(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
+    if r is not None and r.ok:
+        want, got = output_dtype(r), output_dtype(c)
+        if want and got and want != got and e.applies("dtype-not-preserved"):
+            e.findings.add("dtype-not-preserved", 2, e.evidence("trace.dtype", p, want=want, got=got),
+                           params={"in_dtype": want, "out_dtype": got}, probe=p)
+    return False
+
+
+def _numpy_warning(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
+    """Right values, but NumPy warned (an overflow or 0/0 on the way)."""
+    if r is not None and r.ok and e.applies("numpy-float-warning") and e._values_match(c, r):
+        runtime = [w for w in c.warnings if w["category"] == "RuntimeWarning"]
+        if runtime:
+            w = runtime[0]
+            line = [SourceRef(w["line"], text=_line(e.src, w["line"]))] if w.get("line") else []
+            e.findings.add("numpy-float-warning", 2, e.evidence("trace.numpy_warning", p, message=w["message"]),
+                           source=line, params={"warning": w["message"]}, probe=p)
+    return False
+
+
+def _mutated(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
+    if c.mutated and e.applies("input-mutated"):
+        ops = sorted({x["op"] for x in c.trace.get("inplace_on_inputs", [])})
+        which = ", ".join(e._arg_name(p.entry, m) for m in c.mutated)
+        note = (f" ({', '.join(ops)})" if e.lang == "en" else f"（{', '.join(ops)}）") if ops else ""
+        e.findings.add("input-mutated", 2, e.evidence("trace.mutated", p, which=which),
+                       params={"which": which, "op_note": note}, probe=p)
+    return False
+
+
+def _repeat(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
+    if p.repeat and c.ok and c.second is not None and not _equal(c.value, c.second):
+        e._nondeterminism(p, c)
+    return False
+
+
+def _budget(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
+    """The largest intermediate tensor over the probe's memory budget."""
+    if p.budget is None or not c.ok:
+        return False
+    mid, limit = p.budget
+    largest = c.trace.get("largest", {})
+    if largest.get("elements", 0) >= limit and e.applies(mid):
+        shape = "x".join(str(s) for s in largest.get("shape", []))
+        e.findings.add(mid, 2, e.evidence("trace.largest", p, shape=shape, elements=largest.get("elements"),
+                                          op=largest.get("op")),
+                       params={"elements": largest.get("elements"),
+                               "shape": f"({', '.join(str(s) for s in largest.get('shape', []))})",
+                               "op": largest.get("op")}, probe=p, source=_op_lines(str(largest.get("op", "")), e.src))
+    return False
+
+
+TRACE_RULES: tuple[TraceRule, ...] = (_banned, _crash_signature, _warning_signature, _return_type, _dtype,
+                                      _numpy_warning, _mutated, _repeat, _budget)
 
 def _variant(mid: str, params: dict[str, Any]) -> str | None:
     """Which form of the mistake the behaviour showed, where that changes the line to show."""
