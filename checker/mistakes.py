@@ -66,8 +66,9 @@ class Mistake:
     def link(self, kata: str | None, lang: str) -> str:
         """Where the statement covers it: `kata show <kata>` plus the section name."""
         target = kata or (self.katas[0] if self.katas and self.katas[0] != EVERY_KATA else "sdpa")
-        sep = "：" if lang == "zh" else ": "
-        return f"kata show {target}{sep}{self.section.get(lang)} · kata explain {self.id}"
+        from attnkata.checker.messages import msg
+
+        return msg("mistakes.link", lang, kata=target, section=self.section.get(lang), id=self.id)
 
     def render(self, what: str, lang: str, params: dict[str, Any] | None = None) -> str:
         """`title`/`explanation`/`fix`/`hides` in `lang`, with the candidate's numbers filled in

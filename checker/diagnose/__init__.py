@@ -112,11 +112,11 @@ def diagnose_result(kata: Kata, path: Path, source: str, result: Result, candida
         if os.environ.get("ATTNKATA_STRICT_DIAGNOSIS"):
             raise
         from attnkata.checker import mistakes
+        from attnkata.checker.messages import msg
         from attnkata.checker.models import Diagnostic
 
         m = mistakes.get(mistakes.NO_MATCH)
-        note = (f"the diagnosis itself failed ({type(exc).__name__}: {exc}); please report it" if lang != "zh"
-                else f"诊断本身出错了（{type(exc).__name__}：{exc}），请报告这个问题")
+        note = msg("diag.failed", lang, type=type(exc).__name__, detail=exc)
         return [Diagnostic(id=m.id, severity=m.severity, title=m.render("title", lang),
                            explanation=m.render("explanation", lang).strip(), fix=m.render("fix", lang),
                            evidence=[note])]

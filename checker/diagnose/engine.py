@@ -56,10 +56,6 @@ ALT_TIME_BUDGET = 1.5
 ALT_KEY = 1000  # peel's cache key of probe i's other form: ALT_KEY + i
 
 
-def _t(lang: str, en: str, zh: str) -> str:
-    return zh if lang == "zh" else en
-
-
 @dataclass
 class Finding:
     """Everything that points at one mistake, before it becomes a Diagnostic."""
@@ -196,8 +192,14 @@ class Engine:
         self.ref_obs: list[Observed] = []
         self.alt_probes: list[Probe] = []  # other forms of probes the code could not take
 
-    def t(self, en: str, zh: str) -> str:
-        return _t(self.lang, en, zh)
+    def probe_list(self, names: list[str], by_name: dict[str, Probe]) -> str:
+        """Probe names quoted and joined as the reader's language writes a list."""
+        return self.say("diag.list_sep").join(
+            self.say("diag.quoted", name=self.pname(by_name[n]) if n in by_name else n) for n in names)
+
+    def say(self, key: str, **params: Any) -> str:
+        """A sentence of the diagnosis in the reader's language (checker/messages_diagnose.py)."""
+        return msg(key, self.lang, **params)
 
     def pname(self, probe: Probe) -> str:
         return probe.name_zh if self.lang == "zh" and probe.name_zh else probe.name
@@ -215,13 +217,11 @@ class Engine:
             elif d.id == "exception":
                 mid = classify(d.explanation, self.kata.id, self.base_params)
                 if mid and self.applies(mid):
-                    self.findings.add(mid, 2, self.t(f"the tests raised: {d.explanation}",
-                                                     f"测试中抛出了异常：{d.explanation}"), source=list(d.source))
+                    self.findings.add(mid, 2, self.say("diag.tests_raised", detail=d.explanation), source=list(d.source))
                     self.explained_runner.add(i)
         if self.candidate.load_banned:
             names = ", ".join(self.candidate.load_banned)
-            self.findings.add("banned-api", 2, self.t(f"called while loading your file: {names}",
-                                                      f"加载文件时调用了：{names}"), params={"api": names})
+            self.findings.add("banned-api", 2, self.say("diag.load_banned", names=names), params={"api": names})
 
     def probe_candidate(self) -> None:
         assert self.spec is not None
@@ -314,8 +314,7 @@ class Engine:
                                    variant=dict(both), exact=True, closest=None)
             for f in self._add_matched(self.verdict.matched, 3, {mid: muts[mid][vi] for mid, vi in both},
                                        shares=shares,
-                                       together=self.t("together with {other}, it reproduces every probe exactly",
-                                                       "与 {other} 一起，它在每个探测输入上都被完全复现")):
+                                       together=self.say("diag.together", other="{other}")):
                 f.variant = dict(both)[f.id]
             return
         if self._peel(pick(probes), keys, cand, refs, picked, muts, applicable):
@@ -346,11 +345,8 @@ class Engine:
             return False
         by_name = {p.name: p for p in probes}
         for step in found.steps:
-            names = ", ".join(f"'{n}'" for n in step.probes[:3])
-            names_zh = "、".join(f"“{self.pname(by_name[n])}”" for n in step.probes[:3])
-            f = self.findings.add(step.mid, 3 if step.certain else 1, self.t(
-                f"explains the probe(s) {names}: with this mistake the known-wrong variant reproduces your output there",
-                f"解释了探测输入 {names_zh}：加上这个错误后，已知错误写法在那里复现了你的输出"),
+            f = self.findings.add(step.mid, 3 if step.certain else 1, self.say(
+                "diag.peel_explains", names=self.probe_list(step.probes[:3], by_name)),
                 probe=by_name.get(step.probes[0]) if step.probes else None)
             f.variant = step.variant
             f.data["share"] = round(step.share, 3)
@@ -358,16 +354,12 @@ class Engine:
             if not step.certain:
                 f.severity = "informative"
                 if step.alike:
-                    f.evidence.append(self.t(f"the probes cannot tell it apart from: {', '.join(step.alike)}",
-                                             f"探测输入无法把它与以下错误区分：{', '.join(step.alike)}"))
+                    f.evidence.append(self.say("diag.alike", names=", ".join(step.alike)))
             self._explain_errors(f, muts[step.mid][step.variant], 3 if step.certain else 1)
         if found.unexplained:
-            shown = ", ".join(f"'{n}'" for n in found.unexplained[:3])
-            shown_zh = "、".join(f"“{self.pname(by_name[n])}”" for n in found.unexplained[:3])
             for step in found.steps[:1]:
-                self.findings[step.mid].evidence.append(self.t(
-                    f"something else is wrong as well: no catalogued mistake explains the probe(s) {shown}",
-                    f"另外还有别的问题：没有已知错误能解释探测输入 {shown_zh}"))
+                self.findings[step.mid].evidence.append(self.say(
+                    "diag.unexplained_probes", names=self.probe_list(found.unexplained[:3], by_name)))
         return True
 
     def count_explained(self) -> None:
@@ -405,8 +397,7 @@ class Engine:
         for mid, n in counts.items():
             f = self.findings[mid]
             f.data["explains"] = {"tests": n, "failing": len(failing)}
-            f.evidence.insert(0, self.t(f"explains {n} of {len(failing)} failing tests",
-                                        f"解释了 {len(failing)} 个未通过测试中的 {n} 个"))
+            f.evidence.insert(0, self.say("diag.explains_tests", n=n, total=len(failing)))
             f.data["share"] = n / len(failing)  # orders findings of one strength
 
     def retry_layouts(self, before: Findings) -> None:
@@ -432,21 +423,16 @@ class Engine:
                 if self.verdict is not None and self.verdict.matched:
                     for f in self.findings.values():
                         if f.id in self.verdict.matched:
-                            f.evidence.append(self.t(f"with your `{layer}` read {LAYOUT_TEXT[layout]}",
-                                                     f"按 {LAYOUT_TEXT[layout]} 读取你的 `{layer}` 时"))
+                            f.evidence.append(self.say("diag.layout_read", layer=layer, layout=LAYOUT_TEXT[layout]))
                     return
         finally:
             subject.force_layouts = {}
         self.cand_obs, self.findings, self.verdict, self.explained_runner = stacked
         names = "; ".join(LAYOUT_TEXT[t] for t in tried)
-        f = self.findings.add("weights-unmappable", 1, self.t(
-            f"your fused `{layer}`: none of the row layouts tried ({names}) made a single-token call agree with "
-            "the reference",
-            f"你的融合层 `{layer}`：尝试过的行布局（{names}）都不能让单个 token 的调用与参考答案一致"),
-            params={"layer_note": self.t(
-                f"your fused `{layer}` matches none of the known row layouts ({names}), and no catalogued mistake "
-                "explains the difference under any of them.",
-                f"你的融合层 `{layer}` 不符合任何已知的行布局（{names}），并且在任何一种布局下都没有已知错误能解释这些差异。")})
+        f = self.findings.add("weights-unmappable", 1, self.say(
+            "diag.fused_no_layout", layer=layer, names=names),
+            params={"layer_note": self.say(
+                "diag.fused_layer_note", layer=layer, names=names)})
         f.severity = "informative"
         f.data["layouts_tried"] = list(tried)
 
@@ -516,12 +502,11 @@ class Engine:
         if not raised or not (judged or any(self.cand_obs[i].ok for i in kept)):
             return
         names = [self.pname(probes[i]) for i in raised]
-        joined = ("、" if self.lang == "zh" else "; ").join(names)
+        joined = self.say("diag.input_sep").join(names)
         f = self.findings.add("input-not-supported", 2, params={"inputs": joined}, probe=probes[raised[0]])
         for i in raised[:4]:
             c = self.cand_obs[i]
-            f.evidence.append(self.t(f"probe '{probes[i].name}' raised {c.error[0]}: {c.error[1][:160]}",
-                                     f"探测输入“{self.pname(probes[i])}”抛出 {c.error[0]}：{c.error[1][:160]}"))
+            f.evidence.append(self.evidence("trace.raised", probes[i], type=c.error[0], message=c.error[1][:160]))
             for ref_line in _frame_refs(c, self.src)[-1:]:
                 if all(r.line != ref_line.line for r in f.source):
                     f.source.append(ref_line)
@@ -534,8 +519,7 @@ class Engine:
         if classify(message, self.kata.id, self.spec.probes[idx[0]].params):
             return  # a catalogued mistake (e.g. a K/V projection sized d_model) says it better
         note = message.split(": ", 1)[-1].strip()
-        f = self.findings.add("weights-unmappable", 2, self.t(f"loading the weights said: {message[:400]}",
-                                                               f"载入权重时的提示：{message[:400]}"),
+        f = self.findings.add("weights-unmappable", 2, self.say("diag.weights_said", message=message[:400]),
                               params={"layer_note": note if note.endswith(".") else note + "."})
         for i, d in enumerate(self.result.diagnostics):
             if d.id == "exception" and message[:60] in d.explanation:
@@ -549,21 +533,14 @@ class Engine:
         by_name = {p.name: p for p in [*self.spec.probes, *self.alt_probes]}
         added = []
         for mid, shown in matched.items():
-            names = ", ".join(f"'{s}'" for s in shown[:3])
-            names_zh = "、".join(f"“{self.pname(by_name[s])}”" for s in shown[:3])
+            shown_names = self.probe_list(shown[:3], by_name)
             outs = outs_of.get(mid)
             if outs is not None:
-                ev = self.t(f"reproduced on the probe(s) {names}: your output equals the known-wrong variant and "
-                            "differs from the reference", f"在探测输入 {names_zh} 上复现：你的输出与已知错误写法一致，与参考答案不同")
+                ev = self.say("diag.reproduced", names=shown_names)
             elif partial:  # a family's shared behaviour, and other differences besides
-                ev = self.t(f"on the probe(s) {names} your output goes wrong where every known spelling of this "
-                            "mistake does; it also differs from the reference elsewhere",
-                            f"在探测输入 {names_zh} 上，你的输出在该错误所有已知写法都会出错的地方出错；"
-                            "在其他地方也与参考答案不同")
+                ev = self.say("diag.family_partial", names=shown_names)
             else:  # matched by what a family's spellings share: no one mutant
-                ev = self.t(f"on the probe(s) {names} your output goes wrong exactly where every known spelling of "
-                            "this mistake does, and nowhere else",
-                            f"在探测输入 {names_zh} 上，你的输出恰好在该错误所有已知写法都会出错的地方出错，其他地方都正确")
+                ev = self.say("diag.family_exact", names=shown_names)
             f = self.findings.add(mid, strength, ev, probe=by_name.get(shown[0]) if shown else None)
             added.append(f)
             if together:
@@ -583,8 +560,7 @@ class Engine:
         for i, d in enumerate(self.result.diagnostics):
             if d.id == "exception" and any(e and e in _norm(d.explanation) for e in errors):
                 self.explained_runner.add(i)
-                self.findings.add(f.id, strength, self.t(f"the tests raised: {d.explanation}",
-                                                         f"测试中抛出了异常：{d.explanation}"), source=list(d.source))
+                self.findings.add(f.id, strength, self.say("diag.tests_raised", detail=d.explanation), source=list(d.source))
         for c in self.cand_obs:
             if c.error is not None and _norm(c.error[1]) in errors:
                 for ref in _frame_refs(c, self.src):
@@ -614,9 +590,8 @@ class Engine:
         if mid is None:
             return
         ops = [op for op in c.trace.get("ops", {}) if "dropout" in op or "bernoulli" in op or "rand" in op]
-        note = self.t(f" (ran {', '.join(ops[:3])})", f"（执行了 {', '.join(ops[:3])}）") if ops else ""
-        self.findings.add(mid, 2, self.t(f"probe '{p.name}': two identical calls gave different outputs{note}",
-                                         f"探测输入“{self.pname(p)}”：两次相同的调用得到了不同的输出{note}"), probe=p,
+        note = self.say("diag.ran_ops", ops=", ".join(ops[:3])) if ops else ""
+        self.findings.add(mid, 2, self.evidence("trace.nondeterministic", p, note=note), probe=p,
                           source=_op_lines("dropout", self.src) if ops else [])
 
     def _arg_name(self, entry: str, label: str) -> str:
@@ -662,8 +637,7 @@ class Engine:
         refs = banned_references(self.src)
         if refs:
             names = ", ".join(sorted({n for _, n in refs}))
-            f = self.findings.add("banned-api", 1, self.t(f"your file refers to {names} (never reached by the tests)",
-                                                          f"你的文件引用了 {names}（测试中没有执行到）"),
+            f = self.findings.add("banned-api", 1, self.say("diag.static_banned", names=names),
                                   source=[r for r, _ in refs], params={"api": names})
             f.data["static_only"] = True
 
@@ -697,7 +671,7 @@ class Engine:
             names = ", ".join(self.verdict.ambiguous)
             for d in out:
                 if d.id in self.verdict.ambiguous:
-                    d.evidence.append(self.t(f"the probes cannot tell apart: {names}", f"探测输入无法区分：{names}"))
+                    d.evidence.append(self.say("diag.cannot_tell", names=names))
         if not any(d.is_error for d in out) and self._unexplained_failure():
             out.append(self._no_match())
         return out
@@ -737,16 +711,13 @@ class Engine:
         if self.verdict is not None and self.verdict.closest and self.verdict.closest[1] >= 0.5:
             mid, share = self.verdict.closest
             title = cat.get(mid).render("title", self.lang)
-            closest = self.t(f"The closest catalogued mistake, '{title}' ({mid}), reproduces only {share:.0%} of "
-                             "the differences: it may be part of the problem, together with something else.",
-                             f"最接近的已知错误是“{title}”（{mid}），但它只能复现 {share:.0%} 的差异：它可能是问题的一部分，还另有别的问题。")
+            closest = self.say("diag.closest", title=title, mid=mid, share=share)
         failing = [t for t in self.result.tests if t.status not in (PASS, "skip")]
-        evidence = [self.t(f"failing: {t.id}", f"未通过：{t.id}") for t in failing[:3]]
+        evidence = [self.say("diag.failing", test=t.id) for t in failing[:3]]
         if self.verdict is not None and self.verdict.failing_probes:
             by_name = {p.name: p for p in [*self.spec.probes, *self.alt_probes]} if self.spec else {}
             names = [self.pname(by_name[n]) if n in by_name else n for n in self.verdict.failing_probes[:4]]
-            evidence.append(self.t("the diagnosis probes that differ: ", "输出不同的诊断探测输入：")
-                            + ("、" if self.lang == "zh" else ", ").join(names))
+            evidence.append(self.say("diag.probes_differ", names=self.say("diag.list_sep").join(names)))
         return Diagnostic(id=m.id, severity=m.severity, title=m.render("title", self.lang),
                           explanation=m.render("explanation", self.lang, {"closest": closest}).strip(),
                           fix=m.render("fix", self.lang), evidence=evidence, link=m.link(self.kata.id, self.lang))
@@ -840,7 +811,7 @@ def _mutated(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
     if c.mutated and e.applies("input-mutated"):
         ops = sorted({x["op"] for x in c.trace.get("inplace_on_inputs", [])})
         which = ", ".join(e._arg_name(p.entry, m) for m in c.mutated)
-        note = (f" ({', '.join(ops)})" if e.lang == "en" else f"（{', '.join(ops)}）") if ops else ""
+        note = e.say("diag.paren", text=", ".join(ops)) if ops else ""
         e.findings.add("input-mutated", 2, e.evidence("trace.mutated", p, which=which),
                        params={"which": which, "op_note": note}, probe=p)
     return False
