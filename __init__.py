@@ -26,8 +26,14 @@ from attnkata.checker.version import __version__
 __all__ = ["__version__", "check", "list_katas", "load_ipython_extension", "show"]
 
 
-def check(kata: str, source: str | None = None, path: str | Path | None = None, *, lang: str | None = None,
-          timeout: float | None = None) -> Result:
+def check(
+    kata: str,
+    source: str | None = None,
+    path: str | Path | None = None,
+    *,
+    lang: str | None = None,
+    timeout: float | None = None,
+) -> Result:
     """Grade `source` or the file at `path` as the solution of `kata` (as `kata check` does)."""
     import sys
 

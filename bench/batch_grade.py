@@ -51,21 +51,31 @@ def _swap(old: str, new: str) -> str:
 
 
 WRONG = {
-    "no-scale": _swap("scale = 1.0 / math.sqrt(d) if scale is None else scale", "scale = 1.0 if scale is None else scale"),
+    "no-scale": _swap(
+        "scale = 1.0 / math.sqrt(d) if scale is None else scale",
+        "scale = 1.0 if scale is None else scale",
+    ),
     "mask-ignored": _swap('scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores"),
     "minus-1e9": (REPO / "katas" / "sdpa" / "examples" / "wrong.py").read_text(),
-    "softmax-dim": _swap("row_max = scores.amax(dim=-1, keepdim=True)", "row_max = scores.amax(dim=-2, keepdim=True)")
-    .replace("denom = weights.sum(dim=-1, keepdim=True)", "denom = weights.sum(dim=-2, keepdim=True)"),
-    "in-place": _swap("scores = (q @ k.transpose(-2, -1)) * scale", "scores = q.mul_(scale) @ k.transpose(-2, -1)"),
+    "softmax-dim": _swap(
+        "row_max = scores.amax(dim=-1, keepdim=True)", "row_max = scores.amax(dim=-2, keepdim=True)"
+    ).replace(
+        "denom = weights.sum(dim=-1, keepdim=True)", "denom = weights.sum(dim=-2, keepdim=True)"
+    ),
+    "in-place": _swap(
+        "scores = (q @ k.transpose(-2, -1)) * scale", "scores = q.mul_(scale) @ k.transpose(-2, -1)"
+    ),
     "raises": _swap("d = q.shape[-1]", "d = q.shape[-1]\n    raise ValueError('not done yet')"),
-    "syntax": REFERENCE.replace("def scaled_dot_product_attention(", "def scaled_dot_product_attention((", 1),
+    "syntax": REFERENCE.replace(
+        "def scaled_dot_product_attention(", "def scaled_dot_product_attention((", 1
+    ),
 }
 HOSTILE = {
     "infinite-loop": "def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    while True:\n        pass\n",
     "sys-exit": "import sys\n\n\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n"
-                "    return q\n\n\nsys.exit(1)  # at import\n",
+    "    return q\n\n\nsys.exit(1)  # at import\n",
     "huge-alloc": "import torch\n\n\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n"
-                  "    big = torch.empty(1 << 40, dtype=torch.uint8)\n    return big\n",
+    "    big = torch.empty(1 << 40, dtype=torch.uint8)\n    return big\n",
     "os-exit": "import os\n\n\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    os._exit(3)\n",
 }
 
@@ -91,21 +101,41 @@ def make_submissions(root: Path, n: int) -> dict[str, str]:
     return out
 
 
-def run_attnkata(bundle: Path, subs: Path, out: Path, where: list[str], timeout: float) -> tuple[float, dict[str, str], str]:
+def run_attnkata(
+    bundle: Path, subs: Path, out: Path, where: list[str], timeout: float
+) -> tuple[float, dict[str, str], str]:
     """One `kata set grade` from scratch; `where`: ["--jobs", J] or ["--dask", ADDRESS]."""
-    cmd = [sys.executable, "-m", "attnkata", "set", "grade", str(bundle), str(subs), *where,
-           "--timeout", f"{timeout:g}", "--quiet", "--out", str(out), "--fresh"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "attnkata",
+        "set",
+        "grade",
+        str(bundle),
+        str(subs),
+        *where,
+        "--timeout",
+        f"{timeout:g}",
+        "--quiet",
+        "--out",
+        str(out),
+        "--fresh",
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        raise SystemExit(f"bench: kata set grade failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        raise SystemExit(
+            f"bench: kata set grade failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+        )
     data = json.loads((out / "results.json").read_text())
     status = {s["student"]: s["katas"]["sdpa"]["status"] for s in data["students"]}
     return wall, status, shlex.join(cmd)
 
 
-def timed_runs(repeat: int, run: Callable[[], tuple[float, dict[str, str], str]]) -> tuple[list[float], dict[str, str], str]:
+def timed_runs(
+    repeat: int, run: Callable[[], tuple[float, dict[str, str], str]]
+) -> tuple[list[float], dict[str, str], str]:
     """`run` `repeat` times: the wall times, and the last run's statuses and command."""
     walls = []
     for _ in range(max(1, repeat)):
@@ -116,8 +146,10 @@ def timed_runs(repeat: int, run: Callable[[], tuple[float, dict[str, str], str]]
 
 def runs_line(walls: list[float], n: int, note: str = "") -> str:
     median = statistics.median(walls)
-    return (f"  runs: {', '.join(f'{w:.1f}' for w in walls)} s; median {median:.1f} s wall, "
-            f"{n / median:.2f} submissions/s{note}")
+    return (
+        f"  runs: {', '.join(f'{w:.1f}' for w in walls)} s; median {median:.1f} s wall, "
+        f"{n / median:.2f} submissions/s{note}"
+    )
 
 
 def dask_workers(text: str) -> list[int]:
@@ -133,16 +165,36 @@ def dask_workers(text: str) -> list[int]:
 
 
 def naive_command(file: Path, timeout: float) -> list[str]:
-    return [sys.executable, "-m", "pytest", str(REPO / "katas" / "sdpa"), "--solution", str(file), "-q",
-            "-p", "no:cacheprovider", "--kata-call-timeout", f"{timeout:g}", "--kata-total-timeout", f"{timeout:g}"]
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(REPO / "katas" / "sdpa"),
+        "--solution",
+        str(file),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--kata-call-timeout",
+        f"{timeout:g}",
+        "--kata-total-timeout",
+        f"{timeout:g}",
+    ]
 
 
-def run_naive(subs: Path, students: list[str], jobs: int, timeout: float) -> tuple[float, dict[str, str]]:
+def run_naive(
+    subs: Path, students: list[str], jobs: int, timeout: float
+) -> tuple[float, dict[str, str]]:
     def one(student: str) -> tuple[str, str]:
         # A generous wall-clock guard: the limits inside pytest already stop hostile code.
         try:
-            proc = subprocess.run(naive_command(subs / student / "sdpa.py", timeout), capture_output=True,
-                                  text=True, timeout=120 + 4 * timeout, cwd=REPO)
+            proc = subprocess.run(
+                naive_command(subs / student / "sdpa.py", timeout),
+                capture_output=True,
+                text=True,
+                timeout=120 + 4 * timeout,
+                cwd=REPO,
+            )
             return student, "pass" if proc.returncode == 0 else "not pass"
         except subprocess.TimeoutExpired:
             return student, "not pass"
@@ -156,16 +208,33 @@ def run_naive(subs: Path, students: list[str], jobs: int, timeout: float) -> tup
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=40, help="synthetic submissions (default 40)")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="time `kata set grade` this many times and use the median (default 3); the naive "
-                         "run is long enough to average out other load on the machine")
-    ap.add_argument("--jobs", type=int, default=None, help="parallel workers for both sides (default: cores)")
-    ap.add_argument("--timeout", type=float, default=2.0, help="candidate seconds per submission (default 2)")
-    ap.add_argument("--dask-workers", type=dask_workers, default=[1, 2], metavar="W[,W...]",
-                    help="also grade on a local Dask cluster of W workers, for each W (default 1,2; none: skip)")
-    ap.add_argument("--dask-repeat", type=int, default=1,
-                    help="time each Dask run this many times and use the median (default 1: each run also "
-                         "starts a cluster, and the default run must stay a few minutes on 2 cores)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="time `kata set grade` this many times and use the median (default 3); the naive "
+        "run is long enough to average out other load on the machine",
+    )
+    ap.add_argument(
+        "--jobs", type=int, default=None, help="parallel workers for both sides (default: cores)"
+    )
+    ap.add_argument(
+        "--timeout", type=float, default=2.0, help="candidate seconds per submission (default 2)"
+    )
+    ap.add_argument(
+        "--dask-workers",
+        type=dask_workers,
+        default=[1, 2],
+        metavar="W[,W...]",
+        help="also grade on a local Dask cluster of W workers, for each W (default 1,2; none: skip)",
+    )
+    ap.add_argument(
+        "--dask-repeat",
+        type=int,
+        default=1,
+        help="time each Dask run this many times and use the median (default 1: each run also "
+        "starts a cluster, and the default run must stay a few minutes on 2 cores)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
     jobs = args.jobs or len(os.sched_getaffinity(0))
@@ -179,12 +248,16 @@ def main() -> None:
     mix: dict[str, int] = {}
     for kind in kinds.values():
         mix[kind] = mix.get(kind, 0) + 1
-    print(f"attnkata batch-grading benchmark: N={args.n} sdpa submissions, jobs={jobs}, "
-          f"timeout={args.timeout:g}s per submission, {os.cpu_count()} CPUs visible")
+    print(
+        f"attnkata batch-grading benchmark: N={args.n} sdpa submissions, jobs={jobs}, "
+        f"timeout={args.timeout:g}s per submission, {os.cpu_count()} CPUs visible"
+    )
     print("mix: " + ", ".join(f"{k} {v}" for k, v in sorted(mix.items(), key=lambda kv: -kv[1])))
 
     runs, our_status, cmd = timed_runs(
-        args.repeat, lambda: run_attnkata(bundle, subs, tmp / "out", ["--jobs", str(jobs)], args.timeout))
+        args.repeat,
+        lambda: run_attnkata(bundle, subs, tmp / "out", ["--jobs", str(jobs)], args.timeout),
+    )
     ours = statistics.median(runs)
     print(f"\nattnkata: {cmd}")
     print(runs_line(runs, args.n))
@@ -203,15 +276,21 @@ def main() -> None:
             for w in args.dask_workers:
                 where = ["--dask", f"local:{w}"]
                 walls, status, cmd = timed_runs(
-                    args.dask_repeat, lambda where=where: run_attnkata(bundle, subs, tmp / "out-dask", where, args.timeout))
+                    args.dask_repeat,
+                    lambda where=where: run_attnkata(
+                        bundle, subs, tmp / "out-dask", where, args.timeout
+                    ),
+                )
                 print(f"Dask, {w} local worker(s): {cmd}")
                 print(runs_line(walls, args.n, " (starting the cluster included)"))
                 rows.append((f"Dask --dask local:{w}", statistics.median(walls)))
                 same.append(f"local:{w} {sum(status[s] == our_status[s] for s in kinds)}/{args.n}")
     agree = sum((our_status[s] == "pass") == (naive_status[s] == "pass") for s in kinds)
-    print(f"\nverdicts agree on {agree}/{args.n} submissions "
-          f"(attnkata passes {sum(v == 'pass' for v in our_status.values())}, "
-          f"naive passes {sum(v == 'pass' for v in naive_status.values())})")
+    print(
+        f"\nverdicts agree on {agree}/{args.n} submissions "
+        f"(attnkata passes {sum(v == 'pass' for v in our_status.values())}, "
+        f"naive passes {sum(v == 'pass' for v in naive_status.values())})"
+    )
     if same:
         print(f"Dask gives the local pool's status to: {', '.join(same)} submissions")
     print("\nsubmissions/s, and the ratio to the naive way (same run):")

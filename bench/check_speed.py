@@ -40,8 +40,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--kata", default="sdpa")
-    parser.add_argument("--file", default=None,
-                        help="solution to grade (default: the kata's reference, which passes)")
+    parser.add_argument(
+        "--file",
+        default=None,
+        help="solution to grade (default: the kata's reference, which passes)",
+    )
     args = parser.parse_args()
     args.file = args.file or str(REPO / "reference" / f"{args.kata.replace('-', '_')}.py")
     kata = kata_script()
@@ -51,7 +54,9 @@ def main() -> None:
     baseline_cmd = [sys.executable, "-c", "import torch, pytest"]
     check_cmd = [kata, "check", args.kata, args.file]
     timed(baseline_cmd, env, 0)  # warm the page cache for both
-    expect = subprocess.run(check_cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    expect = subprocess.run(
+        check_cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ).returncode
     if expect not in (0, 1):
         sys.exit(f"{' '.join(check_cmd)} exited {expect}")
     base, check = [], []
@@ -62,7 +67,9 @@ def main() -> None:
     print(f"runs: {args.runs} each, interleaved, on {os.cpu_count()} cores")
     print(f"baseline  python -c 'import torch, pytest'   median {b:.3f} s  (min {min(base):.3f})")
     verdict = "passes" if expect == 0 else "fails, with diagnosis"
-    print(f"attnkata  kata check {args.kata} {Path(args.file).name} ({verdict})  median {c:.3f} s  (min {min(check):.3f})")
+    print(
+        f"attnkata  kata check {args.kata} {Path(args.file).name} ({verdict})  median {c:.3f} s  (min {min(check):.3f})"
+    )
     print(f"ratio     {c / b:.2f}  (target <= 1.30)")
     shutil.rmtree(home, ignore_errors=True)
 

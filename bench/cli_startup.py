@@ -40,15 +40,28 @@ def seed_history(home: str) -> None:
     from attnkata.checker.store import History
 
     katas = ["sdpa", "causal-mask", "mha", "mqa", "gqa", "sliding-window", "mla", "rope"]
-    mistakes = ["missing-scale", "kv-repeat-instead-of-interleave", "causal-mask-top-left", "scale-by-d-model"]
+    mistakes = [
+        "missing-scale",
+        "kv-repeat-instead-of-interleave",
+        "causal-mask-top-left",
+        "scale-by-d-model",
+    ]
     t0 = time.time() - 30 * 86400
     with History() as h:
         for i in range(40):
             kata = katas[i % len(katas)]
             ts = t0 + i * 16 * 3600
             passed = i % 3 != 0
-            h.record_attempt(kata, "pass" if passed else "fail", 10 if passed else 6, 10, 1.5, f"{kata}.py",
-                             [] if passed else [mistakes[i % len(mistakes)]], ts=ts)
+            h.record_attempt(
+                kata,
+                "pass" if passed else "fail",
+                10 if passed else 6,
+                10,
+                1.5,
+                f"{kata}.py",
+                [] if passed else [mistakes[i % len(mistakes)]],
+                ts=ts,
+            )
             if i % 5 == 0:
                 h.record_event(kata, "hint", {"id": 0}, ts=ts - 60)
 
@@ -67,7 +80,10 @@ def main() -> None:
     baseline = [sys.executable, "-c", "import typer, rich.console"]
     cmds = [[kata, *c] for c in COMMANDS]
     seed_history(home)
-    for cmd in [baseline, *cmds]:  # page cache, .pyc files, the history database, rendered statements
+    for cmd in [
+        baseline,
+        *cmds,
+    ]:  # page cache, .pyc files, the history database, rendered statements
         timed(cmd, env)
     base: list[float] = []
     runs: dict[str, list[float]] = {" ".join(c): [] for c in COMMANDS}
@@ -82,8 +98,10 @@ def main() -> None:
     for name, times in runs.items():
         ratio = statistics.median(times) / b
         worst = max(worst, ratio)
-        print(f"kata {name:12s} median {statistics.median(times):.3f} s   ratio {ratio:.2f}x  "
-              f"{'OK' if ratio <= GOAL else 'OVER'}")
+        print(
+            f"kata {name:12s} median {statistics.median(times):.3f} s   ratio {ratio:.2f}x  "
+            f"{'OK' if ratio <= GOAL else 'OVER'}"
+        )
     print(f"worst ratio {worst:.2f}x (goal <= {GOAL}x)")
     shutil.rmtree(home, ignore_errors=True)
     sys.exit(0 if worst <= GOAL else 1)

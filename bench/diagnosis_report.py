@@ -80,6 +80,7 @@ def _diag_seconds(result) -> float:  # noqa: ANN001
 
 # ---------------------------------------------------------------------------- mutants
 
+
 def report_mutants(kata, verbose: bool) -> dict:  # noqa: ANN001
     from attnkata.checker.runner import check
 
@@ -93,8 +94,18 @@ def report_mutants(kata, verbose: bool) -> dict:  # noqa: ANN001
         first = _first_verdict(ids)
         outcome = "correct" if top == want else "wrong" if first not in (None, want) else "no-match"
         extra = sorted({i for i in ids if i != want and i not in NOT_A_VERDICT})
-        rows.append({"fixture": path.name, "expected": want, "top": top, "first": first, "outcome": outcome,
-                     "extra": extra, "graded": result.status, "diagnosis_s": round(_diag_seconds(result), 3)})
+        rows.append(
+            {
+                "fixture": path.name,
+                "expected": want,
+                "top": top,
+                "first": first,
+                "outcome": outcome,
+                "extra": extra,
+                "graded": result.status,
+                "diagnosis_s": round(_diag_seconds(result), 3),
+            }
+        )
         if verbose:
             print(f"  {kata.id:16s} {path.name:48s} {outcome:8s} top={top}", file=sys.stderr)
     correct_files = [REPO / "reference" / f"{kata.module_name}.py"]
@@ -109,7 +120,9 @@ def report_mutants(kata, verbose: bool) -> dict:  # noqa: ANN001
         failing = {t.tier for t in result.failed_tests if t.status != "skip"}
         # An alternative with the right values and the wrong cost (alt/sliding-window/
         # full_mask.py) is meant to fail the efficiency tier, diagnosed as a cost id only.
-        right_values_wrong_cost = failing == {"efficient"} and "/alt/" in name and set(wrong) <= COST_IDS
+        right_values_wrong_cost = (
+            failing == {"efficient"} and "/alt/" in name and set(wrong) <= COST_IDS
+        )
         if right_values_wrong_cost:
             continue
         if not result.passed:
@@ -133,12 +146,15 @@ def report_mutants(kata, verbose: bool) -> dict:  # noqa: ANN001
         "correct_solutions": len([p for p in correct_files if p.is_file()]),
         "false_positives": false_positives,
         "false_rejects": false_rejects,
-        "mean_diagnosis_s": round(statistics.mean([r["diagnosis_s"] for r in rows]), 3) if rows else None,
+        "mean_diagnosis_s": round(statistics.mean([r["diagnosis_s"] for r in rows]), 3)
+        if rows
+        else None,
         "rows": rows,
     }
 
 
 # ---------------------------------------------------------------------------- real-style corpus
+
 
 def load_labels(kata_id: str) -> list[dict[str, Any]]:
     labels = REAL / kata_id / "labels.toml"
@@ -164,17 +180,28 @@ def report_real(kata, verbose: bool) -> dict:  # noqa: ANN001
         named = {d.id for d in diags}
         first = _first_verdict(ids)
         expected_first = [label["top"]] if "top" in label else must
-        row = {"file": f"{kata.id}/{label['name']}", "style": label["style"], "verdict": label["verdict"],
-               "graded": result.status, "expected": expected_first, "must": must, "got": ids,
-               "first": first, "note": label["note"]}
+        row = {
+            "file": f"{kata.id}/{label['name']}",
+            "style": label["style"],
+            "verdict": label["verdict"],
+            "graded": result.status,
+            "expected": expected_first,
+            "must": must,
+            "got": ids,
+            "first": first,
+            "note": label["note"],
+        }
         if label["verdict"] == "pass":
             row["problems"] = ([] if result.passed else ["grader fails it"]) + (
-                [f"essential {ids}"] if ids else [])
+                [f"essential {ids}"] if ids else []
+            )
         else:
             problems = []
             if result.passed:
                 problems.append("grader passes it")
-            if expected_first and (not ids or (ids[0] if "top" in label else first) not in expected_first):
+            if expected_first and (
+                not ids or (ids[0] if "top" in label else first) not in expected_first
+            ):
                 problems.append("first")
             if any(m not in ids for m in must):
                 problems.append("missing must")
@@ -187,7 +214,10 @@ def report_real(kata, verbose: bool) -> dict:  # noqa: ANN001
             row["problems"] = problems
         rows.append(row)
         if verbose:
-            print(f"  {row['file']:55s} {result.status:5s} got={ids} {row['problems']}", file=sys.stderr)
+            print(
+                f"  {row['file']:55s} {result.status:5s} got={ids} {row['problems']}",
+                file=sys.stderr,
+            )
     wrong = [r for r in rows if r["verdict"] == "fail"]
     catalogued = [r for r in wrong if r["must"]]
     right_first = [r for r in catalogued if "first" not in r["problems"]]
@@ -202,16 +232,22 @@ def report_real(kata, verbose: bool) -> dict:  # noqa: ANN001
         "top1_correct": len(right_first),
         "named_correct": len([r for r in named if "first" not in r["problems"]]),
         "wrong_ids": [{"file": r["file"], "ids": r["extra"]} for r in wrong if r["extra"]],
-        "false_rejects": [r["file"] for r in rows if r["verdict"] == "pass" and r["graded"] != "pass"],
+        "false_rejects": [
+            r["file"] for r in rows if r["verdict"] == "pass" and r["graded"] != "pass"
+        ],
         "false_accepts": [r["file"] for r in wrong if r["graded"] == "pass"],
-        "false_positives": [{"file": r["file"], "diagnosed": r["got"]}
-                            for r in rows if r["verdict"] == "pass" and r["got"]],
+        "false_positives": [
+            {"file": r["file"], "diagnosed": r["got"]}
+            for r in rows
+            if r["verdict"] == "pass" and r["got"]
+        ],
         "misnamed": [r for r in wrong if r["problems"]],
         "rows": rows,
     }
 
 
 # ---------------------------------------------------------------------------- first attempts
+
 
 def grade_first(kata, path: Path, label: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001
     from attnkata.checker.runner import check
@@ -237,45 +273,62 @@ def report_firsts(kata, split: str, verbose: bool) -> dict:  # noqa: ANN001
 
 
 def print_firsts(reports: list[dict], split: str, seconds: float) -> dict:
-    head = f"{'kata':24s} {'files':>5s} {'wrong':>5s} {'top-1':>7s} {'covered':>7s} {'wrong ids':>9s} " \
-           f"{'f.rej':>5s} {'f.ess':>5s} {'f.acc':>5s}"
+    head = (
+        f"{'kata':24s} {'files':>5s} {'wrong':>5s} {'top-1':>7s} {'covered':>7s} {'wrong ids':>9s} "
+        f"{'f.rej':>5s} {'f.ess':>5s} {'f.acc':>5s}"
+    )
     print(f"== first attempts (tests/fixtures/firsts), split {split} ==")
     print(head)
     print("-" * len(head))
     for r in reports:
-        print(f"{r['kata']:24s} {r['files']:>5d} {r['wrong_files']:>5d} {r['top1']:>3d}/{r['catalogued']:<3d} "
-              f"{r['covered']:>3d}/{r['catalogued']:<3d} {len(r['wrong_ids']):>9d} {len(r['false_rejects']):>5d} "
-              f"{len(r['false_essential']):>5d} {len(r['false_accepts']):>5d}")
+        print(
+            f"{r['kata']:24s} {r['files']:>5d} {r['wrong_files']:>5d} {r['top1']:>3d}/{r['catalogued']:<3d} "
+            f"{r['covered']:>3d}/{r['catalogued']:<3d} {len(r['wrong_ids']):>9d} {len(r['false_rejects']):>5d} "
+            f"{len(r['false_essential']):>5d} {len(r['false_accepts']):>5d}"
+        )
     print("-" * len(head))
     overall = firsts.figures([row for r in reports for row in r["rows"]])
     n = overall["catalogued"]
-    print(f"top-1 {_pct(overall['top1'], n)}; coverage {_pct(overall['covered'], n)}; "
-          f"{len(overall['wrong_ids'])} wrong files with wrong essential ids; "
-          f"{len(overall['false_rejects'])} false rejects and {len(overall['false_essential'])} false essential "
-          f"diagnoses on {overall['files'] - overall['wrong_files']} correct files; "
-          f"{len(overall['false_accepts'])} false accepts on {overall['wrong_files']} wrong files; {seconds:.1f} s")
+    print(
+        f"top-1 {_pct(overall['top1'], n)}; coverage {_pct(overall['covered'], n)}; "
+        f"{len(overall['wrong_ids'])} wrong files with wrong essential ids; "
+        f"{len(overall['false_rejects'])} false rejects and {len(overall['false_essential'])} false essential "
+        f"diagnoses on {overall['files'] - overall['wrong_files']} correct files; "
+        f"{len(overall['false_accepts'])} false accepts on {overall['wrong_files']} wrong files; {seconds:.1f} s"
+    )
     for r in reports:
         for row in r["rows"]:
             if row["verdict"] == "pass":
                 if row["false_reject"] or row["false_essential"]:
-                    print(f"  CORRECT FILE {row['file']}: passed={row['passed']} essential={row['got']}")
-            elif row["wrong"] or row["false_accept"] or (row["catalogued"] and not (row["top1"] and row["covered"])):
-                print(f"  {row['file']}: got {row['got']}, must {row['must']}"
-                      + (f" WRONG {row['wrong']}" if row["wrong"] else "")
-                      + (" FALSE ACCEPT" if row["false_accept"] else ""))
+                    print(
+                        f"  CORRECT FILE {row['file']}: passed={row['passed']} essential={row['got']}"
+                    )
+            elif (
+                row["wrong"]
+                or row["false_accept"]
+                or (row["catalogued"] and not (row["top1"] and row["covered"]))
+            ):
+                print(
+                    f"  {row['file']}: got {row['got']}, must {row['must']}"
+                    + (f" WRONG {row['wrong']}" if row["wrong"] else "")
+                    + (" FALSE ACCEPT" if row["false_accept"] else "")
+                )
     overall["seconds"] = round(seconds, 1)
     return overall
 
 
 # ---------------------------------------------------------------------------- printing
 
+
 def _pct(num: int, den: int) -> str:
     return f"{num / den:.1%} ({num}/{den})" if den else "-"
 
 
 def print_mutants(reports: list[dict], seconds: float) -> dict:
-    head = f"{'kata':16s} {'covered':>9s} {'fixtures':>8s} {'top-1':>7s} {'wrong':>5s} {'no-match':>8s} " \
-           f"{'correct ok':>10s} {'diag s':>7s}"
+    head = (
+        f"{'kata':16s} {'covered':>9s} {'fixtures':>8s} {'top-1':>7s} {'wrong':>5s} {'no-match':>8s} "
+        f"{'correct ok':>10s} {'diag s':>7s}"
+    )
     print("== mutant fixtures (tests/fixtures/mistakes + alt) ==")
     print(head)
     print("-" * len(head))
@@ -284,8 +337,10 @@ def print_mutants(reports: list[dict], seconds: float) -> dict:
         bad = len(r["false_positives"]) + len(r["false_rejects"])
         ok = f"{r['correct_solutions'] - bad}/{r['correct_solutions']}"
         mean = f"{r['mean_diagnosis_s']:.2f}" if r["mean_diagnosis_s"] is not None else "-"
-        print(f"{r['kata']:16s} {r['mistakes_with_fixture']:>4d}/{r['mistakes_listed']:<4d} {r['fixtures']:>8d} "
-              f"{acc:>7s} {r['wrong_verdicts']:>5d} {r['no_match']:>8d} {ok:>10s} {mean:>7s}")
+        print(
+            f"{r['kata']:16s} {r['mistakes_with_fixture']:>4d}/{r['mistakes_listed']:<4d} {r['fixtures']:>8d} "
+            f"{acc:>7s} {r['wrong_verdicts']:>5d} {r['no_match']:>8d} {ok:>10s} {mean:>7s}"
+        )
     print("-" * len(head))
     total = sum(r["fixtures"] for r in reports)
     correct = sum(r["top1_correct"] for r in reports)
@@ -304,40 +359,50 @@ def print_mutants(reports: list[dict], seconds: float) -> dict:
         "mistakes_with_fixture": sum(r["mistakes_with_fixture"] for r in reports),
         "seconds": round(seconds, 1),
     }
-    print(f"top-1 precision {_pct(named_correct, named)}; coverage {_pct(correct, total)}; "
-          f"{overall['wrong_ids']} fixtures with wrong essential ids; "
-          f"{overall['false_rejects']} false rejects and {overall['false_positives']} false essential diagnoses "
-          f"on {overall['correct_solutions']} correct solutions; {overall['false_accepts']} false accepts; "
-          f"{overall['mistakes_with_fixture']}/{overall['mistakes_listed']} listed mistakes have a fixture; "
-          f"{overall['seconds']} s")
+    print(
+        f"top-1 precision {_pct(named_correct, named)}; coverage {_pct(correct, total)}; "
+        f"{overall['wrong_ids']} fixtures with wrong essential ids; "
+        f"{overall['false_rejects']} false rejects and {overall['false_positives']} false essential diagnoses "
+        f"on {overall['correct_solutions']} correct solutions; {overall['false_accepts']} false accepts; "
+        f"{overall['mistakes_with_fixture']}/{overall['mistakes_listed']} listed mistakes have a fixture; "
+        f"{overall['seconds']} s"
+    )
     for r in reports:
         if r["uncovered"]:
             print(f"  {r['kata']}: no fixture for {', '.join(r['uncovered'])}")
         for fp in r["false_positives"]:
             print(f"  {r['kata']}: FALSE POSITIVE {fp['file']}: {fp['diagnosed']}")
         for fr in r["false_rejects"]:
-            print(f"  {r['kata']}: FALSE REJECT {fr['file']} (fails {', '.join(fr['failing_tiers'])})")
+            print(
+                f"  {r['kata']}: FALSE REJECT {fr['file']} (fails {', '.join(fr['failing_tiers'])})"
+            )
         for fa in r["false_accepts"]:
             print(f"  {r['kata']}: FALSE ACCEPT {fa}")
         for row in r["rows"]:
             if row["outcome"] != "correct":
-                print(f"  {r['kata']}: {row['fixture']}: expected {row['expected']}, got {row['top']}")
+                print(
+                    f"  {r['kata']}: {row['fixture']}: expected {row['expected']}, got {row['top']}"
+                )
             elif row["extra"]:
                 print(f"  {r['kata']}: {row['fixture']}: also {row['extra']}")
     return overall
 
 
 def print_real(reports: list[dict], seconds: float) -> dict:
-    head = f"{'kata':16s} {'files':>5s} {'correct':>7s} {'wrong':>5s} {'top-1':>7s} {'wrong ids':>9s} " \
-           f"{'f.rej':>5s} {'f.acc':>5s} {'f.pos':>5s}"
+    head = (
+        f"{'kata':16s} {'files':>5s} {'correct':>7s} {'wrong':>5s} {'top-1':>7s} {'wrong ids':>9s} "
+        f"{'f.rej':>5s} {'f.acc':>5s} {'f.pos':>5s}"
+    )
     print("== real-style corpus (tests/fixtures/real) ==")
     print(head)
     print("-" * len(head))
     for r in reports:
         acc = f"{r['top1_correct']}/{r['catalogued']}" if r["catalogued"] else "-"
-        print(f"{r['kata']:16s} {r['files']:>5d} {r['correct_files']:>7d} {r['wrong_files']:>5d} {acc:>7s} "
-              f"{len(r['wrong_ids']):>9d} {len(r['false_rejects']):>5d} {len(r['false_accepts']):>5d} "
-              f"{len(r['false_positives']):>5d}")
+        print(
+            f"{r['kata']:16s} {r['files']:>5d} {r['correct_files']:>7d} {r['wrong_files']:>5d} {acc:>7s} "
+            f"{len(r['wrong_ids']):>9d} {len(r['false_rejects']):>5d} {len(r['false_accepts']):>5d} "
+            f"{len(r['false_positives']):>5d}"
+        )
     print("-" * len(head))
     catalogued = sum(r["catalogued"] for r in reports)
     correct = sum(r["top1_correct"] for r in reports)
@@ -356,10 +421,12 @@ def print_real(reports: list[dict], seconds: float) -> dict:
         "misnamed": sum(len(r["misnamed"]) for r in reports),
         "seconds": round(seconds, 1),
     }
-    print(f"top-1 precision {_pct(named_correct, named)}; coverage {_pct(correct, catalogued)}; "
-          f"{overall['wrong_ids']} wrong files with wrong essential ids; {overall['false_rejects']} false rejects "
-          f"and {overall['false_positives']} false essential diagnoses on {overall['correct_files']} correct files; "
-          f"{overall['false_accepts']} false accepts on {overall['wrong_files']} wrong files; {overall['seconds']} s")
+    print(
+        f"top-1 precision {_pct(named_correct, named)}; coverage {_pct(correct, catalogued)}; "
+        f"{overall['wrong_ids']} wrong files with wrong essential ids; {overall['false_rejects']} false rejects "
+        f"and {overall['false_positives']} false essential diagnoses on {overall['correct_files']} correct files; "
+        f"{overall['false_accepts']} false accepts on {overall['wrong_files']} wrong files; {overall['seconds']} s"
+    )
     for r in reports:
         for f in r["false_rejects"]:
             print(f"  FALSE REJECT {f}")
@@ -368,11 +435,15 @@ def print_real(reports: list[dict], seconds: float) -> dict:
         for fp in r["false_positives"]:
             print(f"  FALSE POSITIVE {fp['file']}: {fp['diagnosed']}")
         for row in r["misnamed"]:
-            want = f"first {' or '.join(row['expected'])}" if row["expected"] else "no catalogued id"
+            want = (
+                f"first {' or '.join(row['expected'])}" if row["expected"] else "no catalogued id"
+            )
             if len(row["must"]) > 1:
                 want += f", all of {row['must']}"
-            print(f"  MISNAMED {row['file']}: got {row['got'] or '[]'}, expected {want} "
-                  f"({'; '.join(row['problems'])})")
+            print(
+                f"  MISNAMED {row['file']}: got {row['got'] or '[]'}, expected {want} "
+                f"({'; '.join(row['problems'])})"
+            )
     return overall
 
 
@@ -382,8 +453,12 @@ def main() -> None:
     which.add_argument("--real", action="store_true", help="only the real-style corpus")
     which.add_argument("--mutants", action="store_true", help="only the mutant fixtures")
     which.add_argument("--firsts", action="store_true", help="only the first attempts")
-    parser.add_argument("--split", choices=("train", "heldout", "all"), default="all",
-                        help="which first attempts (default all)")
+    parser.add_argument(
+        "--split",
+        choices=("train", "heldout", "all"),
+        default="all",
+        help="which first attempts (default all)",
+    )
     parser.add_argument("--kata", nargs="*", help="only these katas")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--verbose", action="store_true", help="one line per fixture on stderr")
@@ -399,20 +474,31 @@ def main() -> None:
         t0 = time.perf_counter()
         reports = [report_mutants(k, args.verbose) for k in katas]
         with table:
-            out["mutants"] = {"overall": print_mutants(reports, time.perf_counter() - t0), "katas": reports}
+            out["mutants"] = {
+                "overall": print_mutants(reports, time.perf_counter() - t0),
+                "katas": reports,
+            }
             print()
     if not (args.mutants or args.firsts):
         t0 = time.perf_counter()
         reports = [report_real(k, args.verbose) for k in katas]
         with table:
-            out["real"] = {"overall": print_real(reports, time.perf_counter() - t0), "katas": reports}
+            out["real"] = {
+                "overall": print_real(reports, time.perf_counter() - t0),
+                "katas": reports,
+            }
             print()
     if not (args.mutants or args.real):
         t0 = time.perf_counter()
-        reports = [r for r in (report_firsts(k, args.split, args.verbose) for k in katas) if r["files"]]
+        reports = [
+            r for r in (report_firsts(k, args.split, args.verbose) for k in katas) if r["files"]
+        ]
         with table:
-            out["firsts"] = {"split": args.split,
-                             "overall": print_firsts(reports, args.split, time.perf_counter() - t0), "katas": reports}
+            out["firsts"] = {
+                "split": args.split,
+                "overall": print_firsts(reports, args.split, time.perf_counter() - t0),
+                "katas": reports,
+            }
     if args.json:
         print(json.dumps(out, indent=2, default=str))
 

@@ -16,4 +16,6 @@ def kata_script() -> str:
     beside = os.path.join(os.path.dirname(sys.executable), "kata")
     if os.access(beside, os.X_OK):
         return beside
-    return shutil.which("kata") or sys.exit("`kata` is not installed beside this Python nor on PATH")
+    return shutil.which("kata") or sys.exit(
+        "`kata` is not installed beside this Python nor on PATH"
+    )

@@ -20,11 +20,17 @@ FIXTURES = REPO / "tests" / "fixtures"
 
 
 def graded(result) -> str:  # noqa: ANN001 - a checker Result
-    return json.dumps({
-        "status": result.status,
-        "tests": [(t.id, t.status, t.message) for t in result.tests],
-        "diagnoses": [(d.id, d.severity, d.title, [s.line for s in d.source]) for d in result.diagnostics],
-    }, sort_keys=True, default=str)
+    return json.dumps(
+        {
+            "status": result.status,
+            "tests": [(t.id, t.status, t.message) for t in result.tests],
+            "diagnoses": [
+                (d.id, d.severity, d.title, [s.line for s in d.source]) for d in result.diagnostics
+            ],
+        },
+        sort_keys=True,
+        default=str,
+    )
 
 
 def main() -> None:
@@ -35,17 +41,29 @@ def main() -> None:
 
     host.keep_spares()  # as in the processes that keep sessions
     only = set(sys.argv[1:])
-    files = [(d.name, f) for kind in ("mistakes", "real") for d in sorted((FIXTURES / kind).iterdir())
-             if d.is_dir() and (not only or d.name in only) for f in sorted(d.rglob("*.py"))]
+    files = [
+        (d.name, f)
+        for kind in ("mistakes", "real")
+        for d in sorted((FIXTURES / kind).iterdir())
+        if d.is_dir() and (not only or d.name in only)
+        for f in sorted(d.rglob("*.py"))
+    ]
     t0, differ = time.perf_counter(), 0
     for kata_id, path in files:
         kata = catalog.get_kata(kata_id)
-        kept, fresh = graded(runner.check(kata, path, keep_session=True)), graded(runner.check(kata, path))
+        kept, fresh = (
+            graded(runner.check(kata, path, keep_session=True)),
+            graded(runner.check(kata, path)),
+        )
         if kept != fresh:
             differ += 1
-            print(f"DIFFERS {kata_id} {path.relative_to(REPO)}\n  kept:  {kept[:400]}\n  fresh: {fresh[:400]}")
-    print(f"{len(files)} files graded through a kept session and through pytest.main: {differ} differ "
-          f"({time.perf_counter() - t0:.0f} s)")
+            print(
+                f"DIFFERS {kata_id} {path.relative_to(REPO)}\n  kept:  {kept[:400]}\n  fresh: {fresh[:400]}"
+            )
+    print(
+        f"{len(files)} files graded through a kept session and through pytest.main: {differ} differ "
+        f"({time.perf_counter() - t0:.0f} s)"
+    )
     sys.exit(1 if differ else 0)
 
 

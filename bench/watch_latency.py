@@ -34,7 +34,9 @@ GOALS = {"passing": 0.10, "failing": 0.20}
 
 def cold(kata_bin: str, kata: str, file: Path, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run([kata_bin, "check", kata, str(file), "--json"], env=env, capture_output=True)
+    proc = subprocess.run(
+        [kata_bin, "check", kata, str(file), "--json"], env=env, capture_output=True
+    )
     elapsed = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
         sys.exit(f"kata check exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
@@ -43,8 +45,14 @@ def cold(kata_bin: str, kata: str, file: Path, env: dict[str, str]) -> float:
 
 class Watch:
     def __init__(self, kata_bin: str, kata: str, file: Path, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([kata_bin, "watch", kata, str(file), "--json"], env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            [kata_bin, "watch", kata, str(file), "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.proc.stdout, selectors.EVENT_READ)
 
@@ -61,7 +69,9 @@ class Watch:
         self.proc.wait(10)
 
 
-def measure(kata_bin: str, kata: str, source: Path, runs: int, env: dict[str, str], work: Path) -> tuple[list[float], list[float], str]:
+def measure(
+    kata_bin: str, kata: str, source: Path, runs: int, env: dict[str, str], work: Path
+) -> tuple[list[float], list[float], str]:
     file = work / f"{kata.replace('-', '_')}.py"
     text = source.read_text(encoding="utf-8")
     file.write_text(text, encoding="utf-8")
@@ -95,7 +105,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="attnkata-watch-bench-"))
     env = {**os.environ, "KATA_HOME": str(work / "home")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed Python runs: with .pyc files
-    cases = {"passing": REPO / "reference" / f"{args.kata.replace('-', '_')}.py", "failing": REPO / FAILING[args.kata]}
+    cases = {
+        "passing": REPO / "reference" / f"{args.kata.replace('-', '_')}.py",
+        "failing": REPO / FAILING[args.kata],
+    }
     print(f"{args.kata}: {args.runs} runs each, on {os.cpu_count()} cores")
     worst = 0.0
     for name, source in cases.items():
@@ -103,9 +116,11 @@ def main() -> None:
         c, w = statistics.median(colds), statistics.median(lat)
         ratio = w / c
         worst = max(worst, ratio / GOALS[name])
-        print(f"{name:8s} ({status:4s})  cold check median {c:.3f} s   watch re-check median {w:.3f} s "
-              f"(min {min(lat):.3f}, max {max(lat):.3f})   ratio {ratio:.3f}x  goal <= {GOALS[name]:.2f}x  "
-              f"{'OK' if ratio <= GOALS[name] else 'OVER'}")
+        print(
+            f"{name:8s} ({status:4s})  cold check median {c:.3f} s   watch re-check median {w:.3f} s "
+            f"(min {min(lat):.3f}, max {max(lat):.3f})   ratio {ratio:.3f}x  goal <= {GOALS[name]:.2f}x  "
+            f"{'OK' if ratio <= GOALS[name] else 'OVER'}"
+        )
     shutil.rmtree(work, ignore_errors=True)
     sys.exit(0 if worst <= 1 else 1)
 

@@ -49,12 +49,23 @@ def is_own_file(kata: catalog.Kata, path: Path) -> bool:
         return True
     with History() as h:
         started = [json.loads(e["detail"]).get("file") for e in h.events(kata.id, "start")]
-    return any(isinstance(f, str) and f != "notebook" and Path(f).resolve() == target for f in started)
+    return any(
+        isinstance(f, str) and f != "notebook" and Path(f).resolve() == target for f in started
+    )
 
 
-def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang: str = "en",
-          record: bool | None = None, mode: str = "practice", cancel: threading.Event | None = None,
-          progress: Callable[[str], None] | None = None, again: bool = False) -> Result:
+def grade(
+    kata: catalog.Kata,
+    path: Path,
+    *,
+    timeout: float | None = None,
+    lang: str = "en",
+    record: bool | None = None,
+    mode: str = "practice",
+    cancel: threading.Event | None = None,
+    progress: Callable[[str], None] | None = None,
+    again: bool = False,
+) -> Result:
     """Grade the file at `path` and add the attempt to the history when `record` says so
     (None: when it is the candidate's own practice file, `is_own_file`).
 
@@ -78,23 +89,45 @@ def grade(kata: catalog.Kata, path: Path, *, timeout: float | None = None, lang:
     if record is None:
         record = is_own_file(kata, path)
     t0 = time.time()
-    result = run_check(kata, path, limits=limits_for(timeout, kata), lang=lang, cancel=cancel, progress=progress,
-                       keep_session=again, preread=preread)
+    result = run_check(
+        kata,
+        path,
+        limits=limits_for(timeout, kata),
+        lang=lang,
+        cancel=cancel,
+        progress=progress,
+        keep_session=again,
+        preread=preread,
+    )
     if record:
         from attnkata.checker.store import History
 
         counts = result.tier_counts()
         with History() as h:
-            h.record_attempt(kata.id, result.status, sum(p for p, _ in counts.values()),
-                             sum(t for _, t in counts.values()), time.time() - t0, str(path),
-                             # (the untouched skeleton is where practice starts, not a mistake)
-                             [d.id for d in result.diagnostics if d.is_error and d.id != "untouched-skeleton"],
-                             mode=mode)
+            h.record_attempt(
+                kata.id,
+                result.status,
+                sum(p for p, _ in counts.values()),
+                sum(t for _, t in counts.values()),
+                time.time() - t0,
+                str(path),
+                # (the untouched skeleton is where practice starts, not a mistake)
+                [d.id for d in result.diagnostics if d.is_error and d.id != "untouched-skeleton"],
+                mode=mode,
+            )
     return result
 
 
-def check(kata: str, source: str | None = None, path: str | Path | None = None, *, lang: str | None = None,
-          timeout: float | None = None, record: bool | None = None, mode: str = "api") -> Result:
+def check(
+    kata: str,
+    source: str | None = None,
+    path: str | Path | None = None,
+    *,
+    lang: str | None = None,
+    timeout: float | None = None,
+    record: bool | None = None,
+    mode: str = "api",
+) -> Result:
     """Grade `source` (a string) or the file at `path` as the solution of `kata`.
 
     Same sandbox, limits and diagnosis as `kata check`. The attempt goes into the same history
@@ -106,7 +139,9 @@ def check(kata: str, source: str | None = None, path: str | Path | None = None, 
     if (source is None) == (path is None):
         raise UsageError("give either source=... or path=...")
     if path is not None:
-        return grade(k, Path(path), timeout=timeout, lang=lang, record=record, mode=mode)  # source attached
+        return grade(
+            k, Path(path), timeout=timeout, lang=lang, record=record, mode=mode
+        )  # source attached
     folder = Path(tempfile.mkdtemp(prefix="attnkata-cell-"))
     try:
         file = folder / k.solution_file  # so messages name the file the statement asks for

@@ -15,7 +15,14 @@ _BINOPS = {
     ast.Pow: operator.pow,
     ast.Mod: operator.mod,
 }
-_FUNCS = {"sqrt": math.sqrt, "log2": math.log2, "ceil": math.ceil, "floor": math.floor, "min": min, "max": max}
+_FUNCS = {
+    "sqrt": math.sqrt,
+    "log2": math.log2,
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "min": min,
+    "max": max,
+}
 
 
 class ArithmeticError_(ValueError):
@@ -42,7 +49,11 @@ def evaluate(formula: str, names: dict[str, float]) -> float:
             return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _FUNCS
+        ):
             return _FUNCS[node.func.id](*(ev(a) for a in node.args))
         raise ArithmeticError_(f"formula {formula!r}: unsupported expression {ast.dump(node)[:40]}")
 

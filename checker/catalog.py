@@ -48,7 +48,9 @@ class FollowUp:
     answer: Text | None = None  # model answer (open) or explanation shown after answering
     options: tuple[Text, ...] = ()  # choice: the options; order: the items in correct order
     correct: int | None = None  # choice: index into options
-    params: dict[str, tuple[float, ...]] = field(default_factory=dict)  # numeric: choices per parameter
+    params: dict[str, tuple[float, ...]] = field(
+        default_factory=dict
+    )  # numeric: choices per parameter
     formula: str | None = None  # numeric: arithmetic over params
     tolerance: float = 0.01  # numeric: relative tolerance
     unit: str = ""
@@ -162,9 +164,7 @@ def _parse_followup(f: _Fields) -> FollowUp:
     options = tuple(
         f.sub(o, f"options[{i}]").text_value() for i, o in enumerate(f.get("options", list, []))
     )
-    params = {
-        k: tuple(float(x) for x in v) for k, v in f.get("params", dict, {}).items()
-    }
+    params = {k: tuple(float(x) for x in v) for k, v in f.get("params", dict, {}).items()}
     fu = FollowUp(
         id=f.get("id", str),
         kind=kind,
@@ -177,7 +177,9 @@ def _parse_followup(f: _Fields) -> FollowUp:
         tolerance=float(f.get("tolerance", (int, float), 0.01)),
         unit=f.get("unit", str, ""),
     )
-    if kind == "choice" and (fu.correct is None or not 0 <= fu.correct < len(options) or len(options) < 2):
+    if kind == "choice" and (
+        fu.correct is None or not 0 <= fu.correct < len(options) or len(options) < 2
+    ):
         raise f.fail("correct", "a choice question needs >= 2 options and a valid `correct` index")
     if kind == "order" and len(options) < 3:
         raise f.fail("options", "an order question needs >= 3 items")
@@ -225,7 +227,8 @@ def load_kata(folder: Path) -> Kata:
     if sum(1 for h in hints if h.mistake is None) < 3:
         raise f.fail("hints", "at least 3 progressive hints (without `mistake`) are required")
     followups = tuple(
-        _parse_followup(f.sub(q, f"followups[{i}]")) for i, q in enumerate(f.get("followups", list, []))
+        _parse_followup(f.sub(q, f"followups[{i}]"))
+        for i, q in enumerate(f.get("followups", list, []))
     )
     entry_points = f.strings("entry_points")
     if not entry_points:
@@ -251,7 +254,9 @@ def load_kata(folder: Path) -> Kata:
         if not kata.statement_path(lang).is_file():
             raise KataDefinitionError(f"{kata.statement_path(lang)}: statement missing")
         if CONVENTIONS_MARK not in kata.statement_path(lang).read_text(encoding="utf-8"):
-            raise KataDefinitionError(f"{kata.statement_path(lang)}: must include {CONVENTIONS_MARK}")
+            raise KataDefinitionError(
+                f"{kata.statement_path(lang)}: must include {CONVENTIONS_MARK}"
+            )
     if not kata.grader_path.is_file():
         raise KataDefinitionError(f"{kata.grader_path}: grader missing")
     return kata
@@ -307,8 +312,13 @@ def _summary(kata_id: str) -> KataSummary:
     try:
         data = tomllib.loads(text.split("\n[[", 1)[0])
         title = data["title"]
-        return KataSummary(kata_id, Text(en=title["en"], zh=title["zh"]), data["difficulty"],
-                           int(data["minutes"]), tuple(data.get("mistakes", ())))
+        return KataSummary(
+            kata_id,
+            Text(en=title["en"], zh=title["zh"]),
+            data["difficulty"],
+            int(data["minutes"]),
+            tuple(data.get("mistakes", ())),
+        )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError):
         k = get_kata(kata_id)
         return KataSummary(k.id, k.title, k.difficulty, k.minutes, k.mistakes)
@@ -325,8 +335,12 @@ def _read_summaries(stamp: list[Any]) -> dict[str, KataSummary] | None:
         data = json.loads(_summaries_file().read_text(encoding="utf-8"))
         if data["stamp"] != stamp:
             return None
-        return {k["id"]: KataSummary(k["id"], Text(**k["title"]), k["difficulty"], k["minutes"], tuple(k["mistakes"]))
-                for k in data["katas"]}
+        return {
+            k["id"]: KataSummary(
+                k["id"], Text(**k["title"]), k["difficulty"], k["minutes"], tuple(k["mistakes"])
+            )
+            for k in data["katas"]
+        }
     except (OSError, ValueError, KeyError, TypeError):
         return None  # none yet, another version's, or damaged: parse the katas again
 
@@ -335,9 +349,19 @@ def _write_summaries(stamp: list[Any], found: list[KataSummary]) -> None:
     """Best effort (a read-only data dir only costs the parse next time); written whole, then
     renamed, so a reader never sees half a file."""
     path = _summaries_file()
-    data = {"stamp": stamp, "katas": [{"id": k.id, "title": {"en": k.title.en, "zh": k.title.zh},
-                                       "difficulty": k.difficulty, "minutes": k.minutes,
-                                       "mistakes": list(k.mistakes)} for k in found]}
+    data = {
+        "stamp": stamp,
+        "katas": [
+            {
+                "id": k.id,
+                "title": {"en": k.title.en, "zh": k.title.zh},
+                "difficulty": k.difficulty,
+                "minutes": k.minutes,
+                "mistakes": list(k.mistakes),
+            }
+            for k in found
+        ],
+    }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

@@ -45,7 +45,11 @@ def unchanged(before: Any, now: Any) -> bool:
     if isinstance(before, torch.Tensor):
         if before.device.type == "meta":
             return True  # no data to compare
-        if not isinstance(now, torch.Tensor) or now.shape != before.shape or now.dtype != before.dtype:
+        if (
+            not isinstance(now, torch.Tensor)
+            or now.shape != before.shape
+            or now.dtype != before.dtype
+        ):
             return False
         now, before = now.detach().cpu(), before.detach().cpu()
         if torch.equal(now, before):
@@ -54,11 +58,17 @@ def unchanged(before: Any, now: Any) -> bool:
             return bool(((now == before) | (now.isnan() & before.isnan())).all())
         return bool((now == before).all())
     if isinstance(before, np.ndarray):
-        return (isinstance(now, np.ndarray) and now.shape == before.shape
-                and np.array_equal(before, now, equal_nan=before.dtype.kind in "fc"))
+        return (
+            isinstance(now, np.ndarray)
+            and now.shape == before.shape
+            and np.array_equal(before, now, equal_nan=before.dtype.kind in "fc")
+        )
     if isinstance(before, tuple | list):  # e.g. a KV cache (k, v): each tensor in it
-        return (isinstance(now, tuple | list) and len(now) == len(before)
-                and all(unchanged(b, n) for b, n in zip(before, now, strict=True)))
+        return (
+            isinstance(now, tuple | list)
+            and len(now) == len(before)
+            and all(unchanged(b, n) for b, n in zip(before, now, strict=True))
+        )
     return True
 
 
@@ -77,7 +87,10 @@ def describe(value: Any) -> str:
 
 
 def describe_inputs(**named: Any) -> str:
-    return ", ".join(f"{k} {describe(v).removeprefix('tensor ').removeprefix('ndarray ')}" for k, v in named.items())
+    return ", ".join(
+        f"{k} {describe(v).removeprefix('tensor ').removeprefix('ndarray ')}"
+        for k, v in named.items()
+    )
 
 
 def _as_tensor(x: Any) -> torch.Tensor:
@@ -107,18 +120,25 @@ def assert_close(
     prefix = f"{case}: {what}"
     want_type = np.ndarray if kind == "ndarray" else torch.Tensor
     if not isinstance(got, want_type):
-        raise AssertionError(f"{prefix}: expected a {want_type.__module__}.{want_type.__name__} "
-                             f"of shape {tuple(expected.shape)}, got {describe(got)}")
+        raise AssertionError(
+            f"{prefix}: expected a {want_type.__module__}.{want_type.__name__} "
+            f"of shape {tuple(expected.shape)}, got {describe(got)}"
+        )
     if tuple(got.shape) != tuple(expected.shape):
-        raise AssertionError(f"{prefix}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}")
+        raise AssertionError(
+            f"{prefix}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+        )
     g, e = _as_tensor(got), _as_tensor(expected)
     want_dtype = _as_tensor(baseline).dtype if baseline is not None else e.dtype
     if g.dtype != want_dtype:
         raise AssertionError(
             f"{prefix}: expected dtype {str(want_dtype).replace('torch.', '')} (the input's dtype), "
-            f"got {str(g.dtype).replace('torch.', '')}")
+            f"got {str(g.dtype).replace('torch.', '')}"
+        )
     if kind == "tensor" and g.device != e.device:
-        raise AssertionError(f"{prefix}: expected device {e.device} (the input's device), got {g.device}")
+        raise AssertionError(
+            f"{prefix}: expected device {e.device} (the input's device), got {g.device}"
+        )
     g64 = g.detach().to("cpu", torch.float64)
     e64 = e.detach().to("cpu", torch.float64)
     bad = ~torch.isfinite(g64) & torch.isfinite(e64)
@@ -128,7 +148,8 @@ def assert_close(
         val = g64[idx].item()
         raise AssertionError(
             f"{prefix}: {n} value(s) are {'NaN' if val != val else 'inf'} where the reference is finite, "
-            f"first at {_where(idx)} (expected {e64[idx].item():.6g})")
+            f"first at {_where(idx)} (expected {e64[idx].item():.6g})"
+        )
     # Where the reference itself is not finite (a log-sum-exp of -inf for a row with no key),
     # the candidate must give the same value: a tolerance says nothing about infinities.
     miss = ~torch.isfinite(e64) & ~((g64 == e64) | (g64.isnan() & e64.isnan()))
@@ -136,17 +157,22 @@ def assert_close(
         idx = tuple(int(i) for i in miss.nonzero()[0])
         raise AssertionError(
             f"{prefix}: {int(miss.sum())} value(s) differ where the reference is {e64[idx].item():g}, "
-            f"first at {_where(idx)} (got {g64[idx].item():.6g})")
+            f"first at {_where(idx)} (got {g64[idx].item():.6g})"
+        )
     if g.dtype == torch.float64 or not g.is_floating_point():
         atol, rtol, budget_note = FLOAT64_ATOL, FLOAT64_RTOL, ""
     else:
         atol, rtol = FLOAT32_ATOL, FLOAT32_RTOL
         budget_note = ""
         if baseline is not None:
-            base_err = float((_as_tensor(baseline).detach().to("cpu", torch.float64) - e64).abs().max())
+            base_err = float(
+                (_as_tensor(baseline).detach().to("cpu", torch.float64) - e64).abs().max()
+            )
             if FLOAT32_BASELINE_FACTOR * base_err > atol:
                 atol = FLOAT32_BASELINE_FACTOR * base_err
-                budget_note = f" ({FLOAT32_BASELINE_FACTOR:g}x the error of a plain float32 implementation)"
+                budget_note = (
+                    f" ({FLOAT32_BASELINE_FACTOR:g}x the error of a plain float32 implementation)"
+                )
     err = (g64 - e64).abs()
     allowed = atol + rtol * e64.abs()
     over = err > allowed
@@ -157,7 +183,8 @@ def assert_close(
         raise AssertionError(
             f"{prefix}: {n} of {err.numel()} values differ from the reference; max abs error "
             f"{float(err.max()):.3g} (allowed {atol:.2g} + {rtol:.2g}*|expected|{budget_note}); "
-            f"worst at {_where(idx)}: expected {e64[idx].item():.6g}, got {g64[idx].item():.6g}")
+            f"worst at {_where(idx)}: expected {e64[idx].item():.6g}, got {g64[idx].item():.6g}"
+        )
 
 
 def assert_close_parts(
@@ -173,8 +200,13 @@ def assert_close_parts(
     if not isinstance(got, tuple | list) or len(got) != len(expected):
         raise AssertionError(f"{case}: expected a tuple ({', '.join(names)}), got {describe(got)}")
     for i, name in enumerate(names):
-        assert_close(got[i], expected[i], case=case, what=name,
-                     baseline=baseline[i] if baseline is not None else None)
+        assert_close(
+            got[i],
+            expected[i],
+            case=case,
+            what=name,
+            baseline=baseline[i] if baseline is not None else None,
+        )
 
 
 def assert_equal_mask(got: Any, expected: torch.Tensor, *, case: str, what: str = "mask") -> None:
@@ -183,10 +215,14 @@ def assert_equal_mask(got: Any, expected: torch.Tensor, *, case: str, what: str 
     if not isinstance(got, torch.Tensor):
         raise AssertionError(f"{prefix}: expected a torch.Tensor, got {describe(got)}")
     if got.dtype != torch.bool:
-        raise AssertionError(f"{prefix}: expected dtype bool (True = may attend), got "
-                             f"{str(got.dtype).replace('torch.', '')}")
+        raise AssertionError(
+            f"{prefix}: expected dtype bool (True = may attend), got "
+            f"{str(got.dtype).replace('torch.', '')}"
+        )
     if tuple(got.shape) != tuple(expected.shape):
-        raise AssertionError(f"{prefix}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}")
+        raise AssertionError(
+            f"{prefix}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+        )
     if got.device != expected.device:
         raise AssertionError(f"{prefix}: expected device {expected.device}, got {got.device}")
     diff = got.cpu() != expected.cpu()
@@ -194,10 +230,13 @@ def assert_equal_mask(got: Any, expected: torch.Tensor, *, case: str, what: str 
         idx = tuple(int(i) for i in diff.nonzero()[0])
         raise AssertionError(
             f"{prefix}: {int(diff.sum())} entries differ; first at {_where(idx)}: expected "
-            f"{bool(expected[idx])}, got {bool(got[idx])}")
+            f"{bool(expected[idx])}, got {bool(got[idx])}"
+        )
 
 
 def assert_no_mutation(outcome: Any, *, case: str) -> None:
     if outcome.mutated:
-        raise AssertionError(f"{case}: your code modified its input ({', '.join(outcome.mutated)}); "
-                             "work on new tensors (e.g. masked_fill instead of masked_fill_)")
+        raise AssertionError(
+            f"{case}: your code modified its input ({', '.join(outcome.mutated)}); "
+            "work on new tensors (e.g. masked_fill instead of masked_fill_)"
+        )

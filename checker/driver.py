@@ -51,8 +51,20 @@ def no_plugin_autoload() -> Iterator[None]:
             os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = old
 
 
-_UNUSED_PLUGINS = ("logging", "warnings", "junitxml", "pastebin", "doctest", "stepwise", "faulthandler",
-                   "setuponly", "setupplan", "subtests", "unittest", "recwarn")
+_UNUSED_PLUGINS = (
+    "logging",
+    "warnings",
+    "junitxml",
+    "pastebin",
+    "doctest",
+    "stepwise",
+    "faulthandler",
+    "setuponly",
+    "setupplan",
+    "subtests",
+    "unittest",
+    "recwarn",
+)
 
 
 def pytest_args(kata: Kata, path: Path, *, terminal: bool = True) -> list[str]:
@@ -60,12 +72,16 @@ def pytest_args(kata: Kata, path: Path, *, terminal: bool = True) -> list[str]:
     pytest's terminal plugin, whose options the others are (KeptSession)."""
     return [
         str(kata.grader_path),
-        "--solution", str(path),
-        "-p", "no:cacheprovider",
+        "--solution",
+        str(path),
+        "-p",
+        "no:cacheprovider",
         # Both run gc.collect() several times at session end: ~0.4 s with torch's heap.
         # Candidate code cannot leak unraisable exceptions here: it runs in its own process.
-        "-p", "no:unraisableexception",
-        "-p", "no:threadexception",
+        "-p",
+        "no:unraisableexception",
+        "-p",
+        "no:threadexception",
         # Graders use none of these (no logs, warnings checks, doctests, unittest classes or
         # fixtures like recwarn), and the output is not shown: each costs per-test hooks, ~8 ms
         # of a gqa check (a `kata watch` re-check is ~250 ms).
@@ -73,8 +89,10 @@ def pytest_args(kata: Kata, path: Path, *, terminal: bool = True) -> list[str]:
         "--capture=no",  # stdout/stderr are already redirected; the candidate prints in its sandbox
         "--assert=plain",  # graders raise their own messages; rewriting costs ~0.5 s
         "--import-mode=importlib",
-        "--rootdir", str(kata.folder),
-        "-c", os.devnull,  # no ini file: a project's pytest settings must not leak in
+        "--rootdir",
+        str(kata.folder),
+        "-c",
+        os.devnull,  # no ini file: a project's pytest settings must not leak in
         *(("-q", "--no-header", "-rN", "--tb=no") if terminal else ("-p", "no:terminal")),
     ]
 
@@ -85,9 +103,19 @@ class Run(NamedTuple):
     output: str  # what pytest printed (read only when the grader itself is broken)
 
 
-def run(kata: Kata, path: Path, candidate: Any, lang: str = "en", *, nodes: Iterable[str] | None = None,
-        plugins: Iterable[Any] = (), maxfail: int | None = None, cancel: threading.Event | None = None,
-        progress: Callable[[str], None] | None = None, keep_session: bool = False) -> Run:
+def run(
+    kata: Kata,
+    path: Path,
+    candidate: Any,
+    lang: str = "en",
+    *,
+    nodes: Iterable[str] | None = None,
+    plugins: Iterable[Any] = (),
+    maxfail: int | None = None,
+    cancel: threading.Event | None = None,
+    progress: Callable[[str], None] | None = None,
+    keep_session: bool = False,
+) -> Run:
     """The kata's grader run on `candidate` (`path` is what `--solution` names): every test,
     or only `nodes` (pytest node ids); `plugins` are added to ours. With `keep_session`, a
     kept session when one can serve (all tests, no extra plugins, no maxfail)."""
@@ -95,10 +123,18 @@ def run(kata: Kata, path: Path, candidate: Any, lang: str = "en", *, nodes: Iter
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         if keep_session and not maxfail and nodes is None and not plugins:
             try:
-                kept = run_kept(str(kata.grader_path), pytest_args(kata, path, terminal=False), candidate, lang,
-                                progress, cancel)
+                kept = run_kept(
+                    str(kata.grader_path),
+                    pytest_args(kata, path, terminal=False),
+                    candidate,
+                    lang,
+                    progress,
+                    cancel,
+                )
             except Exception as exc:  # noqa: BLE001 - a hook that raised: pytest.main calls that an internal error
-                raise KataDefinitionError(f"the grader of {kata.id} is broken: {type(exc).__name__}: {exc}") from exc
+                raise KataDefinitionError(
+                    f"the grader of {kata.id} is broken: {type(exc).__name__}: {exc}"
+                ) from exc
             if kept is not None:
                 return Run(*kept, output=out.getvalue())
         collector = plugin.Collector(candidate, lang=lang)
@@ -106,7 +142,9 @@ def run(kata: Kata, path: Path, candidate: Any, lang: str = "en", *, nodes: Iter
         if nodes is not None:
             args = [*args[1:], *nodes]  # the test ids instead of the whole grader
         with no_plugin_autoload():
-            code = pytest.main(args, plugins=[plugin, collector, Watcher(progress, cancel), *plugins])
+            code = pytest.main(
+                args, plugins=[plugin, collector, Watcher(progress, cancel), *plugins]
+            )
     return Run(code, collector, out.getvalue())
 
 
@@ -117,7 +155,9 @@ class Watcher:
     """Reports each test as it starts (the terminal's spinner) and ends the pytest session
     when the check is cancelled (pytest stops on a KeyboardInterrupt)."""
 
-    def __init__(self, progress: Callable[[str], None] | None = None, cancel: threading.Event | None = None) -> None:
+    def __init__(
+        self, progress: Callable[[str], None] | None = None, cancel: threading.Event | None = None
+    ) -> None:
         self.progress = progress
         self.cancel = cancel
 
@@ -148,10 +188,17 @@ class KeptSession:
         except BaseException:
             self.config._ensure_unconfigure()
             raise
-        self.usable = not (self.collector.collect_errors or self.session.testsfailed) and bool(self.session.items)
+        self.usable = not (self.collector.collect_errors or self.session.testsfailed) and bool(
+            self.session.items
+        )
 
-    def run(self, candidate: Any, lang: str, progress: Callable[[str], None] | None,
-            cancel: threading.Event | None) -> tuple[pytest.ExitCode, plugin.Collector]:
+    def run(
+        self,
+        candidate: Any,
+        lang: str,
+        progress: Callable[[str], None] | None,
+        cancel: threading.Event | None,
+    ) -> tuple[pytest.ExitCode, plugin.Collector]:
         self.collector.reset(candidate, lang)
         self.watcher.progress, self.watcher.cancel = progress, cancel
         session = self.session
@@ -160,7 +207,9 @@ class KeptSession:
         self.usable = False  # until this run ends normally
         self.config.hook.pytest_runtestloop(session=session)
         self.usable = True
-        return (pytest.ExitCode.TESTS_FAILED if session.testsfailed else pytest.ExitCode.OK), self.collector
+        return (
+            pytest.ExitCode.TESTS_FAILED if session.testsfailed else pytest.ExitCode.OK
+        ), self.collector
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -171,8 +220,14 @@ _kept: dict[str, KeptSession] = {}
 _unavailable = False
 
 
-def run_kept(key: str, args: list[str], candidate: Any, lang: str, progress: Callable[[str], None] | None,
-             cancel: threading.Event | None) -> tuple[pytest.ExitCode, plugin.Collector] | None:
+def run_kept(
+    key: str,
+    args: list[str],
+    candidate: Any,
+    lang: str,
+    progress: Callable[[str], None] | None,
+    cancel: threading.Event | None,
+) -> tuple[pytest.ExitCode, plugin.Collector] | None:
     """Grade `candidate` with the kept session of `key` (made from `args` when missing); None
     when no session can be kept (the caller runs `pytest.main`). A cancelled or interrupted
     run propagates, and its session is dropped."""
@@ -184,7 +239,11 @@ def run_kept(key: str, args: list[str], candidate: Any, lang: str, progress: Cal
             return None
         out = io.StringIO()
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), no_plugin_autoload():
+            with (
+                contextlib.redirect_stdout(out),
+                contextlib.redirect_stderr(out),
+                no_plugin_autoload(),
+            ):
                 kept = KeptSession(args)
         except (ImportError, AttributeError, TypeError):
             _unavailable = True  # another pytest: its main() it is, for good

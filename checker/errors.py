@@ -29,8 +29,11 @@ class UsageError(KataError):
 class UnknownKataError(UsageError):
     def __init__(self, name: str, suggestions: list[str]) -> None:
         # Every id a prefix matched is named (`flash`: both flash katas), at most three otherwise.
-        hint = (f"did you mean {' or '.join(repr(s) for s in suggestions[:3])}?" if suggestions
-                else "run `kata list` to see the katas")
+        hint = (
+            f"did you mean {' or '.join(repr(s) for s in suggestions[:3])}?"
+            if suggestions
+            else "run `kata list` to see the katas"
+        )
         super().__init__(f"unknown kata {name!r}", hint)
         self.name = name
         self.suggestions = suggestions

@@ -20,6 +20,8 @@ _COLOURS = {
     "skip": "#6e7781",
 }
 _MARKS = {"pass": "✓", "fail": "✗", "error": "!", "timeout": "⏱", "skip": "-"}
+
+
 def _grid(grid: list[list[int | None]], other: list[list[int | None]] | None) -> str:
     rows = []
     for i, row in enumerate(grid):

@@ -44,25 +44,47 @@ class CandidateAPI(Protocol):
 
     def has(self, name: str) -> bool: ...
 
-    def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-             grad_wrt: tuple[int, ...] = (), grad_output: Any = None, memory_mb: int | None = None) -> Outcome: ...
+    def call(
+        self,
+        name: str,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+        memory_mb: int | None = None,
+    ) -> Outcome: ...
 
-    def submit(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-               grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Any: ...
+    def submit(
+        self,
+        name: str,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+    ) -> Any: ...
 
-    def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
-            dtype: Any = None) -> RemoteModule: ...
+    def new(
+        self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None
+    ) -> RemoteModule: ...
 
-    def new_later(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
-                  dtype: Any = None) -> Any: ...
+    def new_later(
+        self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None
+    ) -> Any: ...
 
 
 def _raised(exc: Exception) -> CandidateRaised:
-    return CandidateRaised(phrase("fail_raised", type=type(exc).__name__, detail=str(exc), doing="a mutant", where=""),
-                           exc_type=type(exc).__name__, exc_message=str(exc))
+    return CandidateRaised(
+        phrase("fail_raised", type=type(exc).__name__, detail=str(exc), doing="a mutant", where=""),
+        exc_type=type(exc).__name__,
+        exc_message=str(exc),
+    )
 
 
-def _run(fn: Any, args: tuple, kwargs: dict[str, Any], grad_wrt: tuple[int, ...], grad_output: Any) -> Outcome:
+def _run(
+    fn: Any, args: tuple, kwargs: dict[str, Any], grad_wrt: tuple[int, ...], grad_output: Any
+) -> Outcome:
     """Call like the candidate's child does: outputs detached, gradients w.r.t. `grad_wrt`,
     in-place changes to the arguments reported; exceptions become CandidateRaised."""
     args_l, kwargs_l = list(clone_tree(args)), clone_tree(kwargs)
@@ -84,21 +106,32 @@ def _run(fn: Any, args: tuple, kwargs: dict[str, Any], grad_wrt: tuple[int, ...]
         except Exception as exc:  # noqa: BLE001 - the code raising is what the grader sees
             raise _raised(exc) from None
     value = out.detach() if isinstance(out, torch.Tensor) else out
-    mutated = [] if grad_wrt else [f"argument {i}" for i, (b, a) in enumerate(zip(pristine[0], args_l, strict=True))
-                                   if not unchanged(b, a)]
+    mutated = (
+        []
+        if grad_wrt
+        else [
+            f"argument {i}"
+            for i, (b, a) in enumerate(zip(pristine[0], args_l, strict=True))
+            if not unchanged(b, a)
+        ]
+    )
     return Outcome(value=value, grads=grads, mutated=mutated, seconds=time.perf_counter() - t0)
 
 
 class LocalModule(RemoteModule):
     """A module instance of trusted code in this process, with RemoteModule's API."""
 
-    def __init__(self, candidate: LocalCandidate, handle: int, module: torch.nn.Module, name: str) -> None:
+    def __init__(
+        self, candidate: LocalCandidate, handle: int, module: torch.nn.Module, name: str
+    ) -> None:
         super().__init__(candidate, handle, candidate.generation, _structure(module), name)  # type: ignore[arg-type]
         self.module = module.eval()
         self.local = candidate
 
     def to(self, dtype: Any) -> LocalModule:
-        self.local._served({"op": "to", "handle": self.handle, "dtype": dtype}, lambda: self.module.to(dtype))
+        self.local._served(
+            {"op": "to", "handle": self.handle, "dtype": dtype}, lambda: self.module.to(dtype)
+        )
         return self
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -110,16 +143,43 @@ class LocalModule(RemoteModule):
 
         self.local._served({"op": "load_state", "handle": self.handle, "state": state}, load)
 
-    def call(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-             grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Outcome:
+    def call(
+        self,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+        method: str | None = None,
+    ) -> Outcome:
         fn = getattr(self.module, method) if method else self.module
-        req = {"op": "call", "method": method, "args": tuple(args), "kwargs": kwargs or {}, "grad_wrt": grad_wrt,
-               "grad_output": grad_output, "handle": self.handle}
-        return self.local._served(req, lambda: _run(fn, tuple(args), kwargs or {}, grad_wrt, grad_output))
+        req = {
+            "op": "call",
+            "method": method,
+            "args": tuple(args),
+            "kwargs": kwargs or {},
+            "grad_wrt": grad_wrt,
+            "grad_output": grad_output,
+            "handle": self.handle,
+        }
+        return self.local._served(
+            req, lambda: _run(fn, tuple(args), kwargs or {}, grad_wrt, grad_output)
+        )
 
-    def submit(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,  # type: ignore[override]
-               grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Ready:
-        return Ready(lambda: self.call(args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, method=method))
+    def submit(
+        self,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,  # type: ignore[override]
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+        method: str | None = None,
+    ) -> Ready:
+        return Ready(
+            lambda: self.call(
+                args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, method=method
+            )
+        )
 
 
 class LocalCandidate:
@@ -127,8 +187,14 @@ class LocalCandidate:
     `namespace` (a mutant over the reference; or the reference itself). `record`, when given,
     is called with every request and its reply (a failure as {"ok": False, ...})."""
 
-    def __init__(self, namespace: Any, variant: dict[str, Any] | None = None, *, record: Recorder | None = None,
-                 path: Path | None = None) -> None:
+    def __init__(
+        self,
+        namespace: Any,
+        variant: dict[str, Any] | None = None,
+        *,
+        record: Recorder | None = None,
+        path: Path | None = None,
+    ) -> None:
         self.namespace, self.variant, self.record = namespace, variant or {}, record
         self.path = path
         self.generation = 1
@@ -149,7 +215,15 @@ class LocalCandidate:
             result = work()
         except CandidateFailure as exc:
             if self.record is not None:
-                self.record(req, {"ok": False, "kind": "exception", "type": exc.exc_type, "message": exc.exc_message})
+                self.record(
+                    req,
+                    {
+                        "ok": False,
+                        "kind": "exception",
+                        "type": exc.exc_type,
+                        "message": exc.exc_message,
+                    },
+                )
             raise
         if self.record is not None:
             reply: dict[str, Any] = {"ok": True}
@@ -160,20 +234,51 @@ class LocalCandidate:
             self.record(req, reply)
         return result
 
-    def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-             grad_wrt: tuple[int, ...] = (), grad_output: Any = None, memory_mb: int | None = None) -> Outcome:
+    def call(
+        self,
+        name: str,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+        memory_mb: int | None = None,
+    ) -> Outcome:
         """(`memory_mb` is the sandbox's; trusted code runs without it.)"""
-        req = {"op": "call", "name": name, "args": tuple(args), "kwargs": kwargs or {}, "grad_wrt": grad_wrt,
-               "grad_output": grad_output}
-        return self._served(req, lambda: _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output))
+        req = {
+            "op": "call",
+            "name": name,
+            "args": tuple(args),
+            "kwargs": kwargs or {},
+            "grad_wrt": grad_wrt,
+            "grad_output": grad_output,
+        }
+        return self._served(
+            req, lambda: _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output)
+        )
 
-    def submit(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-               grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Ready:
-        return Ready(lambda: self.call(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output))
+    def submit(
+        self,
+        name: str,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+    ) -> Ready:
+        return Ready(
+            lambda: self.call(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output)
+        )
 
-    def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
-            dtype: Any = None) -> LocalModule:
-        req: dict[str, Any] = {"op": "new", "name": name, "args": tuple(args), "kwargs": kwargs or {}}
+    def new(
+        self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None
+    ) -> LocalModule:
+        req: dict[str, Any] = {
+            "op": "new",
+            "name": name,
+            "args": tuple(args),
+            "kwargs": kwargs or {},
+        }
         if dtype is not None:
             req["dtype"] = dtype
 
@@ -189,8 +294,9 @@ class LocalCandidate:
 
         return self._served(req, build)
 
-    def new_later(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
-                  dtype: Any = None) -> Ready:
+    def new_later(
+        self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None
+    ) -> Ready:
         return Ready(lambda: self.new(name, args, kwargs, dtype))  # type: ignore[arg-type,return-value]
 
     def close(self) -> None:

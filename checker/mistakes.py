@@ -23,27 +23,67 @@ CATALOGUE_PATH = Path(__file__).with_name("mistakes.toml")
 EVERY_KATA = "*"
 NO_MATCH = "no-known-mistake"
 # Mistakes of cost, not of values: a file with only these fails the `efficient` tier alone.
-COST_IDS = frozenset({"window-materializes-full-scores", "materializes-full-scores", "mla-materializes-cache-heads"})
+COST_IDS = frozenset(
+    {"window-materializes-full-scores", "materializes-full-scores", "mla-materializes-cache-heads"}
+)
 
 # How each parameter reads when no candidate numbers are at hand (`kata explain`, `kata mistakes`).
 SYMBOLS: dict[str, str] = {
-    "d": "d", "D": "D", "H": "H", "Hkv": "Hkv", "g": "g", "L": "L", "S": "S", "W": "W", "B": "B",
-    "sqrt_d": "sqrt(d)", "inv_sqrt_d": "1/sqrt(d)", "inv_d": "1/d", "sqrt_D": "sqrt(D)",
-    "sqrt_H": "sqrt(H)", "offset": "S - L", "kv_width": "Hkv * d", "nope": "nope", "rope": "rope",
-    "qk": "nope + rope", "got_keys": "W + 1 (or W - 1)", "elements": "L * S", "shape": "(..., L, S)",
-    "op": "an op", "api": "a banned API", "in_dtype": "float32", "out_dtype": "float64",
-    "which": "an input", "op_note": "", "scale": "s", "closest": "", "warning": "a RuntimeWarning",
-    "got_type": "another type", "want_type": "the type of the reference's output",
-    "inputs": "some input shapes", "layer_note": "the names and shapes of its layers decide nothing.",
+    "d": "d",
+    "D": "D",
+    "H": "H",
+    "Hkv": "Hkv",
+    "g": "g",
+    "L": "L",
+    "S": "S",
+    "W": "W",
+    "B": "B",
+    "sqrt_d": "sqrt(d)",
+    "inv_sqrt_d": "1/sqrt(d)",
+    "inv_d": "1/d",
+    "sqrt_D": "sqrt(D)",
+    "sqrt_H": "sqrt(H)",
+    "offset": "S - L",
+    "kv_width": "Hkv * d",
+    "nope": "nope",
+    "rope": "rope",
+    "qk": "nope + rope",
+    "got_keys": "W + 1 (or W - 1)",
+    "elements": "L * S",
+    "shape": "(..., L, S)",
+    "op": "an op",
+    "api": "a banned API",
+    "in_dtype": "float32",
+    "out_dtype": "float64",
+    "which": "an input",
+    "op_note": "",
+    "scale": "s",
+    "closest": "",
+    "warning": "a RuntimeWarning",
+    "got_type": "another type",
+    "want_type": "the type of the reference's output",
+    "inputs": "some input shapes",
+    "layer_note": "the names and shapes of its layers decide nothing.",
     "P": "P",  # cached tokens (kv-cache, mla-decode)
-    "top_k": "top_k", "block": "block", "window": "window", "w": "w", "nb": "nb",  # sparse katas
-    "block_q": "block_q", "block_k": "block_k",  # flash-attention tiles
+    "top_k": "top_k",
+    "block": "block",
+    "window": "window",
+    "w": "w",
+    "nb": "nb",  # sparse katas
+    "block_q": "block_q",
+    "block_k": "block_k",  # flash-attention tiles
 }
 
 SYMBOLS_ZH: dict[str, str] = {
-    "got_keys": "W + 1（或 W - 1）", "op": "某个算子", "api": "被禁止的 API", "which": "某个输入",
-    "warning": "RuntimeWarning", "got_type": "其他类型", "want_type": "参考输出的类型",
-    "inputs": "某些输入形状", "layer_note": "它的层名和形状都无法确定对应关系。",
+    "got_keys": "W + 1（或 W - 1）",
+    "op": "某个算子",
+    "api": "被禁止的 API",
+    "which": "某个输入",
+    "warning": "RuntimeWarning",
+    "got_type": "其他类型",
+    "want_type": "参考输出的类型",
+    "inputs": "某些输入形状",
+    "layer_note": "它的层名和形状都无法确定对应关系。",
 }
 
 
@@ -94,10 +134,10 @@ def _collapse(text: str) -> str:
     while True:
         for m in _SYMBOLIC_RHS.finditer(text):
             rhs = _strip_marks(m.group(1))
-            left = _strip_marks(text[:m.start()])
-            before = left[-len(rhs) - 1:-len(rhs)] if len(left) > len(rhs) else ""
+            left = _strip_marks(text[: m.start()])
+            before = left[-len(rhs) - 1 : -len(rhs)] if len(left) > len(rhs) else ""
             if left.endswith(rhs) and not (before.isalnum() or before in "_./"):
-                text = text[:m.start()] + text[m.end():]
+                text = text[: m.start()] + text[m.end() :]
                 break
         else:
             return text
@@ -111,7 +151,9 @@ class _Params(dict):
         self.lang = lang
 
     def __missing__(self, key: str) -> str:
-        symbol = SYMBOLS_ZH[key] if self.lang == "zh" and key in SYMBOLS_ZH else SYMBOLS.get(key, key)
+        symbol = (
+            SYMBOLS_ZH[key] if self.lang == "zh" and key in SYMBOLS_ZH else SYMBOLS.get(key, key)
+        )
         return f"{_OPEN}{symbol}{_CLOSE}"
 
 
@@ -181,17 +223,27 @@ def parse(data: dict[str, Any], origin: str = "catalogue") -> dict[str, Mistake]
         katas = entry.get("katas")
         if not isinstance(katas, list) or not katas or not all(isinstance(k, str) for k in katas):
             raise ValueError(f"{where}: `katas` must be a non-empty list of kata ids (or ['*'])")
-        texts = {n: _text(entry, n, where) for n in ("title", "explanation", "fix", "hides", "section")}
+        texts = {
+            n: _text(entry, n, where) for n in ("title", "explanation", "fix", "hides", "section")
+        }
         params: set[str] = set()
         for t in texts.values():
             try:
                 params |= _fields(t)
             except ValueError as exc:
-                raise ValueError(f"{where}: bad braces ({exc}); literal braces must be doubled") from None
+                raise ValueError(
+                    f"{where}: bad braces ({exc}); literal braces must be doubled"
+                ) from None
         if unknown := sorted(p for p in params if p not in SYMBOLS):
             raise ValueError(f"{where}: parameters without a symbol in SYMBOLS: {unknown}")
-        out[mid] = Mistake(id=mid, katas=tuple(katas), severity=severity, grid=bool(entry.get("grid", False)),
-                           params=tuple(sorted(params)), **texts)
+        out[mid] = Mistake(
+            id=mid,
+            katas=tuple(katas),
+            severity=severity,
+            grid=bool(entry.get("grid", False)),
+            params=tuple(sorted(params)),
+            **texts,
+        )
     return out
 
 

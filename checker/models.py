@@ -139,7 +139,9 @@ def overall_status(tests: list[TestResult], required_tiers: list[str] | tuple[st
     return FAIL
 
 
-def excerpt_blocks(refs: list[SourceRef], n_lines: int, context: int = 1) -> list[tuple[int, int, set[int]]]:
+def excerpt_blocks(
+    refs: list[SourceRef], n_lines: int, context: int = 1
+) -> list[tuple[int, int, set[int]]]:
     """The candidate's lines to show for `refs`: (first, last, highlighted) blocks with
     `context` lines around each ref, overlapping or touching blocks merged, so that no line is
     printed twice. Refs outside the file are left out (renderers show their text instead)."""

@@ -40,8 +40,16 @@ MASK_SHAPES = ("L,L", "B,1,1,L", "B,1,L,L", "B,H,L,L")
 Compare = Callable[..., Outcome]
 
 
-def _plain_compare(module: Any, mapping: Any, r: torch.nn.Module, x: torch.Tensor,
-                   kwargs: dict[str, Any] | None, *, dtype: torch.dtype, case: str) -> Outcome:
+def _plain_compare(
+    module: Any,
+    mapping: Any,
+    r: torch.nn.Module,
+    x: torch.Tensor,
+    kwargs: dict[str, Any] | None,
+    *,
+    dtype: torch.dtype,
+    case: str,
+) -> Outcome:
     return check_module_call(module, mapping, r, (x,), kwargs, dtype=dtype, case=case)
 
 
@@ -60,7 +68,9 @@ class SelfAttentionKata:
     length: int
     heads: int
     sizes: str  # "B=2, L=5, D=24, H=3, head dim=8", quoted in every message
-    other_sizes: tuple[int, int, tuple[int, ...], str]  # (B, L, init, description) of a second config
+    other_sizes: tuple[
+        int, int, tuple[int, ...], str
+    ]  # (B, L, init, description) of a second config
     compare: Compare = _plain_compare  # a kata may explain a mismatch better (gqa: head order)
 
     @property
@@ -73,30 +83,58 @@ class SelfAttentionKata:
     def padding_mask(self) -> torch.Tensor:
         """(B, 1, 1, L): batch 0 has two padded tokens, batch 1 is nothing but padding."""
         mask = torch.ones(self.batch, 1, 1, self.length, dtype=torch.bool)
-        mask[0, ..., self.length - 2:] = False
+        mask[0, ..., self.length - 2 :] = False
         mask[1] = False
         return mask
 
-    def run(self, solution: Candidate, x: torch.Tensor, kwargs: dict[str, Any] | None = None, *,
-            seed: int, case: str, dtype: torch.dtype = torch.float64, init: tuple[int, ...] | None = None,
-            init_kwargs: dict[str, Any] | None = None) -> Outcome:
+    def run(
+        self,
+        solution: Candidate,
+        x: torch.Tensor,
+        kwargs: dict[str, Any] | None = None,
+        *,
+        seed: int,
+        case: str,
+        dtype: torch.dtype = torch.float64,
+        init: tuple[int, ...] | None = None,
+        init_kwargs: dict[str, Any] | None = None,
+    ) -> Outcome:
         """Build the candidate with the reference's weights (seed), call it on x, compare."""
         init = init or self.init
-        module, mapping, r = build_beside(solution, self.cls, lambda: self.reference(seed, *init, **(init_kwargs or {})),
-                                          init, init_kwargs, dtype=dtype, case=case)
+        module, mapping, r = build_beside(
+            solution,
+            self.cls,
+            lambda: self.reference(seed, *init, **(init_kwargs or {})),
+            init,
+            init_kwargs,
+            dtype=dtype,
+            case=case,
+        )
         return self.compare(module, mapping, r, x, kwargs, dtype=dtype, case=case)
 
     def build(self, solution: Candidate, seed: int, case: str, dtype: torch.dtype = torch.float64):
         """(candidate module, weight mapping, reference) for tests that call several times."""
-        return build_beside(solution, self.cls, lambda: self.reference(seed, *self.init), self.init,
-                            dtype=dtype, case=case)
+        return build_beside(
+            solution,
+            self.cls,
+            lambda: self.reference(seed, *self.init),
+            self.init,
+            dtype=dtype,
+            case=case,
+        )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward(solution: Candidate, spec: SelfAttentionKata, dtype: torch.dtype) -> None:
     x = spec.x(seed=1)
     # Describe x as the candidate receives it (cast to `dtype`), not as it was drawn (float64).
-    spec.run(solution, x, seed=2, dtype=dtype, case=f"no mask, {describe_inputs(x=x.to(dtype))}, {spec.sizes}")
+    spec.run(
+        solution,
+        x,
+        seed=2,
+        dtype=dtype,
+        case=f"no mask, {describe_inputs(x=x.to(dtype))}, {spec.sizes}",
+    )
 
 
 @pytest.mark.parametrize("shape", MASK_SHAPES)
@@ -105,15 +143,26 @@ def test_attn_mask(solution: Candidate, spec: SelfAttentionKata, shape: str) -> 
     dims = tuple(sizes[s] for s in shape.split(","))
     x = spec.x(seed=3)
     mask = random_mask(*dims, seed=4, p=0.5)
-    spec.run(solution, x, {"attn_mask": mask}, seed=5,
-             case=f"bool attn_mask of shape ({shape}) = {dims}, True = may attend, {spec.sizes}")
+    spec.run(
+        solution,
+        x,
+        {"attn_mask": mask},
+        seed=5,
+        case=f"bool attn_mask of shape ({shape}) = {dims}, True = may attend, {spec.sizes}",
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_is_causal(solution: Candidate, spec: SelfAttentionKata, dtype: torch.dtype) -> None:
-    spec.run(solution, spec.x(seed=6), {"is_causal": True}, seed=7, dtype=dtype,
-             case=f"{_dtype_name(dtype)} input, is_causal=True (query i attends keys 0..i, itself included), "
-                  f"{spec.sizes}")
+    spec.run(
+        solution,
+        spec.x(seed=6),
+        {"is_causal": True},
+        seed=7,
+        dtype=dtype,
+        case=f"{_dtype_name(dtype)} input, is_causal=True (query i attends keys 0..i, itself included), "
+        f"{spec.sizes}",
+    )
 
 
 def test_causal_ignores_future(solution: Candidate, spec: SelfAttentionKata) -> None:
@@ -127,31 +176,51 @@ def test_causal_ignores_future(solution: Candidate, spec: SelfAttentionKata) -> 
     first = spec.compare(module, mapping, r, x, {"is_causal": True}, dtype=torch.float64, case=case)
     second = module.call((x2,), {"is_causal": True}).value
     if isinstance(second, torch.Tensor) and second.shape == first.value.shape:
-        assert_close(second[:, :t], first.value[:, :t],
-                     case=case + mapping.note() + " (your causal mask lets a query see later keys)",
-                     what=f"outputs at positions 0..{t - 1}")
+        assert_close(
+            second[:, :t],
+            first.value[:, :t],
+            case=case + mapping.note() + " (your causal mask lets a query see later keys)",
+            what=f"outputs at positions 0..{t - 1}",
+        )
     spec.compare(module, mapping, r, x2, {"is_causal": True}, dtype=torch.float64, case=case)
 
 
 def test_mask_and_causal(solution: Candidate, spec: SelfAttentionKata) -> None:
     mask = random_mask(spec.batch, 1, spec.length, spec.length, seed=12, p=0.7)
-    spec.run(solution, spec.x(seed=11), {"attn_mask": mask, "is_causal": True}, seed=13,
-             case=f"attn_mask (B,1,L,L) = {tuple(mask.shape)} and is_causal=True together (both apply), "
-                  f"{spec.sizes}")
+    spec.run(
+        solution,
+        spec.x(seed=11),
+        {"attn_mask": mask, "is_causal": True},
+        seed=13,
+        case=f"attn_mask (B,1,L,L) = {tuple(mask.shape)} and is_causal=True together (both apply), "
+        f"{spec.sizes}",
+    )
 
 
 def test_no_bias(solution: Candidate, spec: SelfAttentionKata) -> None:
     args = ", ".join(str(a) for a in spec.init)
-    spec.run(solution, spec.x(seed=14), {"is_causal": True}, seed=15, init_kwargs={"bias": False},
-             case=f"{spec.cls}({args}, bias=False): no Linear has a bias, {spec.sizes}")
+    spec.run(
+        solution,
+        spec.x(seed=14),
+        {"is_causal": True},
+        seed=15,
+        init_kwargs={"bias": False},
+        case=f"{spec.cls}({args}, bias=False): no Linear has a bias, {spec.sizes}",
+    )
 
 
 def test_other_sizes(solution: Candidate, spec: SelfAttentionKata) -> None:
     b, n, init, described = spec.other_sizes
     x = randn(b, n, init[0], seed=16)
     mask = random_mask(b, 1, 1, n, seed=17)
-    spec.run(solution, x, {"attn_mask": mask, "is_causal": True}, seed=18, init=init,
-             case=f"other sizes {described} (padding mask + is_causal)")
+    spec.run(
+        solution,
+        x,
+        {"attn_mask": mask, "is_causal": True},
+        seed=18,
+        init=init,
+        case=f"other sizes {described} (padding mask + is_causal)",
+    )
 
 
 def test_deterministic_in_eval(solution: Candidate, spec: SelfAttentionKata) -> None:
@@ -160,11 +229,16 @@ def test_deterministic_in_eval(solution: Candidate, spec: SelfAttentionKata) -> 
     module, mapping, r = spec.build(solution, 20, case)
     first = module.call((x,)).value
     second = module.call((x,)).value
-    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape:
+    if (
+        isinstance(first, torch.Tensor)
+        and isinstance(second, torch.Tensor)
+        and first.shape == second.shape
+    ):
         assert torch.equal(first, second), (
             f"{case}: two calls gave different outputs (max difference "
             f"{float((first - second).abs().max()):.3g}): dropout or other randomness is active in eval(); "
-            "use nn.Dropout (which eval() turns off) or pass training=self.training")
+            "use nn.Dropout (which eval() turns off) or pass training=self.training"
+        )
     spec.compare(module, mapping, r, x, None, dtype=torch.float64, case=case)
 
 
@@ -172,11 +246,21 @@ def test_gradients(solution: Candidate, spec: SelfAttentionKata) -> None:
     mask = random_mask(spec.batch, 1, spec.length, spec.length, seed=22)
     case = f"gradient w.r.t. x with a (B,1,L,L) mask and is_causal, {spec.sizes}"
     module, mapping, r = spec.build(solution, 23, case)
-    check_module_grads(module, mapping, r, (spec.x(seed=21),), {"attn_mask": mask, "is_causal": True},
-                       wrt=(0,), grad_output=spec.x(seed=24), case=case)
+    check_module_grads(
+        module,
+        mapping,
+        r,
+        (spec.x(seed=21),),
+        {"attn_mask": mask, "is_causal": True},
+        wrt=(0,),
+        grad_output=spec.x(seed=24),
+        case=case,
+    )
 
 
-def check_constructor_raises(solution: Candidate, cls: str, args: tuple[int, ...], why: str) -> None:
+def check_constructor_raises(
+    solution: Candidate, cls: str, args: tuple[int, ...], why: str
+) -> None:
     """`cls(*args)` must raise ValueError or AssertionError because `why`."""
     call = f"{cls}{args}"
     try:
@@ -184,19 +268,31 @@ def check_constructor_raises(solution: Candidate, cls: str, args: tuple[int, ...
     except CandidateRaised as exc:
         assert exc.exc_type in ("ValueError", "AssertionError"), (
             f"{call} must raise ValueError or AssertionError because {why}; yours raised "
-            f"{exc.exc_type}: {exc.exc_message[:200]}")
+            f"{exc.exc_type}: {exc.exc_message[:200]}"
+        )
     else:
-        pytest.fail(f"{call} must raise ValueError (or AssertionError): {why}, but your constructor "
-                    "accepted it", pytrace=False)
+        pytest.fail(
+            f"{call} must raise ValueError (or AssertionError): {why}, but your constructor "
+            "accepted it",
+            pytrace=False,
+        )
 
 
 @pytest.mark.tier("edge")
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_padding_mask_fully_padded_row(solution: Candidate, spec: SelfAttentionKata, dtype: torch.dtype) -> None:
+def test_padding_mask_fully_padded_row(
+    solution: Candidate, spec: SelfAttentionKata, dtype: torch.dtype
+) -> None:
     mask = spec.padding_mask()
-    spec.run(solution, spec.x(seed=25), {"attn_mask": mask}, seed=26, dtype=dtype,
-             case=f"{_dtype_name(dtype)} input, padding mask (B,1,1,L) = {tuple(mask.shape)}; batch 1 is all padding, so every query "
-                  f"there attends to nothing and its output must be o_proj's bias, {spec.sizes}")
+    spec.run(
+        solution,
+        spec.x(seed=25),
+        {"attn_mask": mask},
+        seed=26,
+        dtype=dtype,
+        case=f"{_dtype_name(dtype)} input, padding mask (B,1,1,L) = {tuple(mask.shape)}; batch 1 is all padding, so every query "
+        f"there attends to nothing and its output must be o_proj's bias, {spec.sizes}",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -204,27 +300,47 @@ def test_fully_masked_query_rows(solution: Candidate, spec: SelfAttentionKata) -
     mask = random_mask(spec.batch, 1, spec.length, spec.length, seed=28)
     mask[0, :, 3, :] = False  # batch 0, query 3 may attend nothing
     mask[1, :, 0, :] = False
-    spec.run(solution, spec.x(seed=27), {"attn_mask": mask, "is_causal": True}, seed=29,
-             case=f"attn_mask with fully masked query rows (batch 0 query 3, batch 1 query 0) and "
-                  f"is_causal; those rows must give o_proj's bias, {spec.sizes}")
+    spec.run(
+        solution,
+        spec.x(seed=27),
+        {"attn_mask": mask, "is_causal": True},
+        seed=29,
+        case=f"attn_mask with fully masked query rows (batch 0 query 3, batch 1 query 0) and "
+        f"is_causal; those rows must give o_proj's bias, {spec.sizes}",
+    )
 
 
 @pytest.mark.tier("edge")
 def test_gradients_fully_padded_row(solution: Candidate, spec: SelfAttentionKata) -> None:
-    case = (f"gradient w.r.t. x with a (B,1,1,L) padding mask, batch 1 all padding (gradients must "
-            f"stay finite), {spec.sizes}")
+    case = (
+        f"gradient w.r.t. x with a (B,1,1,L) padding mask, batch 1 all padding (gradients must "
+        f"stay finite), {spec.sizes}"
+    )
     module, mapping, r = spec.build(solution, 47, case)
-    check_module_grads(module, mapping, r, (spec.x(seed=46),), {"attn_mask": spec.padding_mask()},
-                       wrt=(0,), grad_output=spec.x(seed=48), case=case)
+    check_module_grads(
+        module,
+        mapping,
+        r,
+        (spec.x(seed=46),),
+        {"attn_mask": spec.padding_mask()},
+        wrt=(0,),
+        grad_output=spec.x(seed=48),
+        case=case,
+    )
 
 
 @pytest.mark.tier("edge")
 def test_large_logits(solution: Candidate, spec: SelfAttentionKata) -> None:
     x = spec.x(seed=30, scale=20.0)  # attention logits of order 1e2..1e3
-    spec.run(solution, x, {"attn_mask": spec.padding_mask(), "is_causal": True}, seed=31,
-             dtype=torch.float32,
-             case=f"float32 input scaled by 20 (logits of order 1e2..1e3: softmax must stay stable), "
-                  f"{spec.sizes}")
+    spec.run(
+        solution,
+        x,
+        {"attn_mask": spec.padding_mask(), "is_causal": True},
+        seed=31,
+        dtype=torch.float32,
+        case=f"float32 input scaled by 20 (logits of order 1e2..1e3: softmax must stay stable), "
+        f"{spec.sizes}",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -243,8 +359,18 @@ def test_cuda(solution: Candidate, spec: SelfAttentionKata) -> None:
 
 
 SHARED_TESTS = (
-    "test_forward", "test_attn_mask", "test_is_causal", "test_causal_ignores_future",
-    "test_mask_and_causal", "test_no_bias", "test_other_sizes", "test_deterministic_in_eval",
-    "test_gradients", "test_padding_mask_fully_padded_row", "test_fully_masked_query_rows",
-    "test_gradients_fully_padded_row", "test_large_logits", "test_cuda",
+    "test_forward",
+    "test_attn_mask",
+    "test_is_causal",
+    "test_causal_ignores_future",
+    "test_mask_and_causal",
+    "test_no_bias",
+    "test_other_sizes",
+    "test_deterministic_in_eval",
+    "test_gradients",
+    "test_padding_mask_fully_padded_row",
+    "test_fully_masked_query_rows",
+    "test_gradients_fully_padded_row",
+    "test_large_logits",
+    "test_cuda",
 )

@@ -33,7 +33,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--solution", default=None, help="candidate file to grade")
     group.addoption("--kata-call-timeout", type=float, default=None, help="seconds per call")
     group.addoption("--kata-total-timeout", type=float, default=None, help="seconds in all")
-    group.addoption("--kata-memory-mb", type=int, default=None, help="memory limit of the candidate")
+    group.addoption(
+        "--kata-memory-mb", type=int, default=None, help="memory limit of the candidate"
+    )
     group.addoption("--kata-report", default=None, help="write one JSON line per test to this file")
 
 
@@ -66,7 +68,9 @@ def solution(request: pytest.FixtureRequest) -> Any:
         return
     path = request.config.getoption("--solution")
     if not path:
-        pytest.fail("no solution given: run pytest with --solution path/to/your_file.py", pytrace=False)
+        pytest.fail(
+            "no solution given: run pytest with --solution path/to/your_file.py", pytrace=False
+        )
     candidate = Candidate(Path(path), _limits(request.config))
     candidate.start()
     yield candidate
@@ -98,14 +102,18 @@ def _message(excinfo: pytest.ExceptionInfo[BaseException], lang: str = "en") -> 
         return FAIL, text or "assertion failed"
     if isinstance(exc, pytest.fail.Exception):
         return FAIL, str(exc)
-    return ERROR, f"grader error ({type(exc).__name__}: {exc}); this is attnkata's fault, please report it"
+    return (
+        ERROR,
+        f"grader error ({type(exc).__name__}: {exc}); this is attnkata's fault, please report it",
+    )
 
 
 class Collector:
     """Collects one `TestResult` per test; optionally appends each as a flushed JSON line."""
 
-    def __init__(self, candidate: CandidateAPI | None = None, report: Path | None = None,
-                 lang: str = "en") -> None:
+    def __init__(
+        self, candidate: CandidateAPI | None = None, report: Path | None = None, lang: str = "en"
+    ) -> None:
         self.candidate = candidate
         self.lang = lang
         self.results: list[TestResult] = []
@@ -134,7 +142,9 @@ class Collector:
         if rep.when == "call" or (rep.when == "setup" and not rep.passed):
             self._record(item, rep, call)
 
-    def _record(self, item: pytest.Item, rep: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    def _record(
+        self, item: pytest.Item, rep: pytest.TestReport, call: pytest.CallInfo[None]
+    ) -> None:
         if rep.passed:
             status, message = PASS, ""
         elif rep.skipped:

@@ -49,7 +49,9 @@ def salted(salt: int) -> Iterator[None]:
         _salt = old
 
 
-def randn(*shape: int, seed: int, dtype: torch.dtype = torch.float64, scale: float = 1.0) -> torch.Tensor:
+def randn(
+    *shape: int, seed: int, dtype: torch.dtype = torch.float64, scale: float = 1.0
+) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed if not _salt else (seed * 1_000_003 + _salt) % (1 << 62))
     return torch.randn(*shape, generator=g, dtype=torch.float64).mul_(scale).to(dtype)
 
@@ -130,21 +132,34 @@ def check_grads(
     """Backpropagate `grad_output` through candidate and reference; compare the input gradients."""
     kwargs = kwargs or {}
     with solution.submit(name, args, kwargs, grad_wrt=wrt, grad_output=grad_output) as pending:
-        leaves = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
-                  for i, a in enumerate(args)]
+        leaves = [
+            a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
+            for i, a in enumerate(args)
+        ]
         backward(reference(*leaves, **kwargs), grad_output)
     outcome = pending.result()
     for pos, got in zip(wrt, outcome.grads, strict=True):
         label = names[pos] if pos < len(names) else f"argument {pos}"
         if got is None:
-            raise AssertionError(f"{case}: no gradient reached {label}: the output does not depend on it "
-                                 "through differentiable ops (detach, .data or in-place writes?)")
+            raise AssertionError(
+                f"{case}: no gradient reached {label}: the output does not depend on it "
+                "through differentiable ops (detach, .data or in-place writes?)"
+            )
         assert_close(got, leaves[pos].grad, case=case, what=f"gradient w.r.t. {label}")
     return outcome
 
 
-def call_within_memory(solution: Candidate, name: str, args: tuple, kwargs: dict[str, Any] | None = None, *,
-                       dense_bytes: int, fraction: float = 0.5, case: str, advice: str) -> Outcome:
+def call_within_memory(
+    solution: Candidate,
+    name: str,
+    args: tuple,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    dense_bytes: int,
+    fraction: float = 0.5,
+    case: str,
+    advice: str,
+) -> Outcome:
     """The `efficient` tiers' call: made in a process whose memory may grow by at most
     `fraction` of `dense_bytes` (what one dense (L, S) float32 score matrix of the call's sizes
     takes), a limit the kernel enforces (Candidate.call's `memory_mb`). Code that builds the
@@ -156,15 +171,22 @@ def call_within_memory(solution: Candidate, name: str, args: tuple, kwargs: dict
     except CandidateMemory as exc:
         # Where it ran out, from its own report: only words for the message, never the verdict.
         asked = re.search(r"allocate (\d+) bytes", exc.exc_message)
-        where = "".join((f" asking for {int(asked.group(1)) >> 20:,} MiB" if asked else "",
-                         f" at line {exc.frames[-1]['line']}" if exc.frames else ""))
+        where = "".join(
+            (
+                f" asking for {int(asked.group(1)) >> 20:,} MiB" if asked else "",
+                f" at line {exc.frames[-1]['line']}" if exc.frames else "",
+            )
+        )
         raise AssertionError(
             f"{case}: your code ran out of the memory this test allows{where}: {cap_mb} MiB beyond its inputs, "
             f"while one dense (L, S) float32 matrix of these sizes takes {dense_bytes >> 20} MiB (the limit is "
-            f"enforced by the operating system; how long the call takes plays no part). {advice}") from None
+            f"enforced by the operating system; how long the call takes plays no part). {advice}"
+        ) from None
 
 
-def assert_largest_below(outcome: Outcome, limit: int, *, case: str, advice: str, limit_name: str = "") -> None:
+def assert_largest_below(
+    outcome: Outcome, limit: int, *, case: str, advice: str, limit_name: str = ""
+) -> None:
     """The `efficient` tiers' memory rule: no tensor the call allocated (views do not count)
     has `limit` elements or more; the message names the tensor, the op and the limit
     (`limit_name`, e.g. "L*S/8", says how the limit follows from the sizes)."""
@@ -174,4 +196,5 @@ def assert_largest_below(outcome: Outcome, limit: int, *, case: str, advice: str
         named = f"{limit_name} = " if limit_name else ""
         raise AssertionError(
             f"{case}: your code allocated a tensor of {n:,} elements (shape {tuple(largest.get('shape', ()))}, "
-            f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is {named}{limit:,}. {advice}")
+            f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is {named}{limit:,}. {advice}"
+        )

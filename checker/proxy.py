@@ -46,13 +46,19 @@ class Limits:
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT
     memory_mb: int = DEFAULT_MEMORY_MB
-    reply_mb: int = 64  # the largest reply read back (graders need ~1 MiB); a larger one is a failure
+    reply_mb: int = (
+        64  # the largest reply read back (graders need ~1 MiB); a larger one is a failure
+    )
     file_mb: int = 16  # the largest file (its log included) the candidate may write
     processes: int = 64  # processes and threads of the candidate's whole tree
 
     def for_sandbox(self) -> dict[str, Any]:
-        return {"memory_mb": self.memory_mb, "file_mb": self.file_mb, "nproc": self.processes,
-                "cpu_seconds": int(self.total_timeout + self.call_timeout) + 5}
+        return {
+            "memory_mb": self.memory_mb,
+            "file_mb": self.file_mb,
+            "nproc": self.processes,
+            "cpu_seconds": int(self.total_timeout + self.call_timeout) + 5,
+        }
 
 
 class CandidateFailure(Exception):
@@ -62,8 +68,14 @@ class CandidateFailure(Exception):
 
     status = "error"
 
-    def __init__(self, what: Phrase, *, frames: list[dict[str, Any]] | None = None,
-                 exc_type: str = "", exc_message: str = "") -> None:
+    def __init__(
+        self,
+        what: Phrase,
+        *,
+        frames: list[dict[str, Any]] | None = None,
+        exc_type: str = "",
+        exc_message: str = "",
+    ) -> None:
         self.what = what
         self.message = what.render("en")
         super().__init__(self.message)
@@ -158,21 +170,44 @@ class RemoteModule:
             req["state"], self.staged = self.staged, None
         return req
 
-    def call(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-             grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Outcome:
-        with self.submit(args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, method=method) as pending:
+    def call(
+        self,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+        method: str | None = None,
+    ) -> Outcome:
+        with self.submit(
+            args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, method=method
+        ) as pending:
             pass
         return pending.result()
 
-    def submit(self, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-               grad_wrt: tuple[int, ...] = (), grad_output: Any = None, method: str | None = None) -> Pending:
+    def submit(
+        self,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+        method: str | None = None,
+    ) -> Pending:
         """Send the call now and read its reply when the `with` block ends (see Pending)."""
         if self.candidate._module_lost(self):
             raise CandidateCrashed(phrase("fail_module_lost"))
-        req = self._carry({
-            "op": "call", "method": method, "args": tuple(args), "kwargs": kwargs or {},
-            "grad_wrt": grad_wrt, "grad_output": grad_output, "handle": self.handle,
-        })
+        req = self._carry(
+            {
+                "op": "call",
+                "method": method,
+                "args": tuple(args),
+                "kwargs": kwargs or {},
+                "grad_wrt": grad_wrt,
+                "grad_output": grad_output,
+                "handle": self.handle,
+            }
+        )
         return Pending(self.candidate, req, phrase("doing_module"), self.name)
 
 
@@ -183,7 +218,9 @@ class Pending:
     channel never holds a stale reply; result() then returns the Outcome or raises the
     candidate's failure."""
 
-    def __init__(self, candidate: Candidate, req: dict[str, Any], doing: Phrase, target: str | None) -> None:
+    def __init__(
+        self, candidate: Candidate, req: dict[str, Any], doing: Phrase, target: str | None
+    ) -> None:
         self.candidate, self.req, self.doing, self.target = candidate, req, doing, target
         self._outcome: Outcome | None = None
         self._error: BaseException | None = None
@@ -218,7 +255,13 @@ class PendingModule(Pending):
     is the RemoteModule."""
 
     def _answer(self, reply: dict[str, Any]) -> RemoteModule:
-        return RemoteModule(self.candidate, reply["handle"], self.candidate.generation, reply["structure"], self.target or "")
+        return RemoteModule(
+            self.candidate,
+            reply["handle"],
+            self.candidate.generation,
+            reply["structure"],
+            self.target or "",
+        )
 
     def result(self) -> RemoteModule:  # type: ignore[override]
         return super().result()  # type: ignore[return-value]
@@ -253,7 +296,9 @@ class Candidate:
     `source`: the text to grade (read from `path` when omitted); the sandbox gets a copy of it,
     so what runs is exactly what the grader checked, whatever happens to the file meanwhile."""
 
-    def __init__(self, path: Path | str, limits: Limits | None = None, *, source: str | None = None) -> None:
+    def __init__(
+        self, path: Path | str, limits: Limits | None = None, *, source: str | None = None
+    ) -> None:
         self.path = Path(path).resolve()
         self.limits = limits or Limits()
         self.source = source
@@ -351,8 +396,16 @@ class Candidate:
         self.ensure_started()
         return name in self.names
 
-    def call(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-             grad_wrt: tuple[int, ...] = (), grad_output: Any = None, memory_mb: int | None = None) -> Outcome:
+    def call(
+        self,
+        name: str,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+        memory_mb: int | None = None,
+    ) -> Outcome:
         """Call the candidate's top-level `name(*args, **kwargs)` in the child.
 
         `memory_mb`: the call runs in a fresh process of its own, loaded from the same source,
@@ -367,13 +420,22 @@ class Candidate:
             pass
         return pending.result()
 
-    def _call_capped(self, name: str, args: tuple, kwargs: dict[str, Any], memory_mb: int) -> Outcome:
+    def _call_capped(
+        self, name: str, args: tuple, kwargs: dict[str, Any], memory_mb: int
+    ) -> Outcome:
         self._require(name)
-        with Candidate(self.path, replace(self.limits, memory_mb=memory_mb), source=self.source) as capped:
+        with Candidate(
+            self.path, replace(self.limits, memory_mb=memory_mb), source=self.source
+        ) as capped:
             # One candidate to the grader: the same time budget, and code that ran out of
             # time (or hung up) here is not run again there, nor the other way round.
             capped.used, capped.timed_out, capped.ran_out, capped.hung_up, capped.garbled = (
-                self.used, self.timed_out, self.ran_out, self.hung_up, self.garbled)
+                self.used,
+                self.timed_out,
+                self.ran_out,
+                self.hung_up,
+                self.garbled,
+            )
             try:
                 capped.start()
                 if capped.load_error is not None:
@@ -382,26 +444,39 @@ class Candidate:
             finally:
                 self.used = capped.used
 
-    def submit(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
-               grad_wrt: tuple[int, ...] = (), grad_output: Any = None) -> Pending:
+    def submit(
+        self,
+        name: str,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        grad_wrt: tuple[int, ...] = (),
+        grad_output: Any = None,
+    ) -> Pending:
         """call(), sent now and read when the `with` block ends (see Pending)."""
         self._require(name)
         req = {
-            "op": "call", "name": name, "args": tuple(args), "kwargs": kwargs or {},
-            "grad_wrt": grad_wrt, "grad_output": grad_output,
+            "op": "call",
+            "name": name,
+            "args": tuple(args),
+            "kwargs": kwargs or {},
+            "grad_wrt": grad_wrt,
+            "grad_output": grad_output,
         }
         return Pending(self, req, phrase("doing_call", name=name), name)
 
-    def new(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
-            dtype: Any = None) -> RemoteModule:
+    def new(
+        self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None
+    ) -> RemoteModule:
         """Construct the candidate's class `name(*args, **kwargs)` in the child (in eval mode),
         cast to `dtype` when given (one round trip instead of two: `watch` re-checks make ~20)."""
         with self.new_later(name, args, kwargs, dtype) as building:
             pass
         return building.result()
 
-    def new_later(self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None,
-                  dtype: Any = None) -> PendingModule:
+    def new_later(
+        self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None
+    ) -> PendingModule:
         """new(), sent now and read when the `with` block ends (see Pending)."""
         self._require(name)
         req = {"op": "new", "name": name, "args": tuple(args), "kwargs": kwargs or {}}
@@ -422,9 +497,13 @@ class Candidate:
     def _module_request(self, module: RemoteModule, req: dict[str, Any]) -> dict[str, Any]:
         if self._module_lost(module):
             raise CandidateCrashed(phrase("fail_module_lost"))
-        return self._request({**req, "handle": module.handle}, phrase("doing_module"), target=module.name)
+        return self._request(
+            {**req, "handle": module.handle}, phrase("doing_module"), target=module.name
+        )
 
-    def _request(self, req: dict[str, Any], doing: Phrase, target: str | None = None) -> dict[str, Any]:
+    def _request(
+        self, req: dict[str, Any], doing: Phrase, target: str | None = None
+    ) -> dict[str, Any]:
         target = target or req.get("name")
         self._send_request(req, target, doing)
         return self._finish_request(doing, target)
@@ -488,13 +567,17 @@ class Candidate:
         t0 = time.monotonic()
         self._await_reply(t0 + wait)
         try:
-            reply = wire.recv(self._spawn.sock, deadline=t0 + wait, max_bytes=self.limits.reply_mb << 20)
+            reply = wire.recv(
+                self._spawn.sock, deadline=t0 + wait, max_bytes=self.limits.reply_mb << 20
+            )
         except wire.FrameTimeout:
             self.used += time.monotonic() - t0
             self._kill()
             total = self.used >= self.limits.total_timeout
             limit = self.limits.total_timeout if total else wait
-            raise CandidateTimeout(phrase("fail_total_timeout" if total else "fail_timeout", limit=limit, doing=doing)) from None
+            raise CandidateTimeout(
+                phrase("fail_total_timeout" if total else "fail_timeout", limit=limit, doing=doing)
+            ) from None
         except wire.PeerClosed:
             self.used += time.monotonic() - t0
             raise self._crashed(doing) from None
@@ -503,13 +586,17 @@ class Candidate:
             raise CandidateGarbled(phrase("fail_too_large", doing=doing, detail=str(exc))) from None
         except wire.WireError as exc:
             self._kill()
-            raise CandidateGarbled(phrase("fail_unreadable", doing=doing, detail=str(exc)[:200])) from None
+            raise CandidateGarbled(
+                phrase("fail_unreadable", doing=doing, detail=str(exc)[:200])
+            ) from None
         self.used += time.monotonic() - t0
         try:
             return replies.clean(reply, self._op)
         except replies.BadReply as exc:
             self._kill()
-            raise CandidateGarbled(phrase("fail_unreadable", doing=doing, detail=str(exc))) from None
+            raise CandidateGarbled(
+                phrase("fail_unreadable", doing=doing, detail=str(exc))
+            ) from None
 
     def _crashed(self, doing: Phrase) -> CandidateCrashed:
         spawn = self._spawn
@@ -531,12 +618,16 @@ class Candidate:
             how = phrase("how_gone")
         elif os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
-            how = phrase("how_segfault" if sig == signal.SIGSEGV else "how_signal", signal=_signal_name(sig))
+            how = phrase(
+                "how_segfault" if sig == signal.SIGSEGV else "how_signal", signal=_signal_name(sig)
+            )
         else:
             how = phrase("how_exit", code=os.WEXITSTATUS(status))
         tail = self.output_tail()
         last = phrase("fail_last_output", tail=tail) if tail else ""
-        return (CandidateHungUp if closed else CandidateCrashed)(phrase("fail_crashed", doing=doing, how=how, last=last))
+        return (CandidateHungUp if closed else CandidateCrashed)(
+            phrase("fail_crashed", doing=doing, how=how, last=last)
+        )
 
     def output_tail(self, chars: int = 300) -> str:
         """The end of what the candidate printed (only the last LOG_TAIL_BYTES are read)."""
@@ -559,15 +650,25 @@ class Candidate:
         if kind == "exit":
             return CandidateExited(phrase("fail_exit", call=msg, doing=doing, where=where), **extra)
         if kind == "memory":
-            return CandidateMemory(phrase("fail_memory", mb=self.limits.memory_mb, doing=doing, where=where,
-                                          detail=msg[:200]), **extra)
+            return CandidateMemory(
+                phrase(
+                    "fail_memory",
+                    mb=self.limits.memory_mb,
+                    doing=doing,
+                    where=where,
+                    detail=msg[:200],
+                ),
+                **extra,
+            )
         if kind == "banned-import":
             return CandidateBanned(phrase("fail_banned_import", detail=msg), **extra)
         if kind == "banned-call":
             return CandidateBanned(phrase("fail_banned_call", api=msg), **extra)
         if kind == "protocol":
             return CandidateRaised(phrase("fail_protocol", detail=msg, doing=doing), **extra)
-        return CandidateRaised(phrase("fail_raised", type=typ, detail=msg, doing=doing, where=where), **extra)
+        return CandidateRaised(
+            phrase("fail_raised", type=typ, detail=msg, doing=doing, where=where), **extra
+        )
 
     def _outcome(self, reply: dict[str, Any], req: dict[str, Any]) -> Outcome:
         trace = reply.get("trace", {})
@@ -578,8 +679,12 @@ class Candidate:
         if isinstance(grads, str):
             raise CandidateRaised(phrase("fail_no_grads", detail=grads))
         return Outcome(
-            value=reply["value"], grads=grads, warnings=reply.get("warnings", []),
-            trace=trace, mutated=_mutated(req, reply.get("inputs_after")), seconds=reply.get("seconds", 0.0),
+            value=reply["value"],
+            grads=grads,
+            warnings=reply.get("warnings", []),
+            trace=trace,
+            mutated=_mutated(req, reply.get("inputs_after")),
+            seconds=reply.get("seconds", 0.0),
         )
 
 
@@ -589,5 +694,9 @@ def _mutated(req: dict[str, Any], after: Any) -> list[str]:
     names = [f"argument {i}" for i in range(len(args))] + [f"argument {k!r}" for k in kwargs]
     sent = args + list(kwargs.values())
     if not isinstance(after, list) or len(after) != len(sent):
-        return [n for n, v in zip(names, sent, strict=True) if isinstance(v, torch.Tensor | np.ndarray)]
-    return [n for n, before, now in zip(names, sent, after, strict=True) if not unchanged(before, now)]
+        return [
+            n for n, v in zip(names, sent, strict=True) if isinstance(v, torch.Tensor | np.ndarray)
+        ]
+    return [
+        n for n, before, now in zip(names, sent, after, strict=True) if not unchanged(before, now)
+    ]

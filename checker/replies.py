@@ -101,7 +101,7 @@ class BadReply(Exception):
 def clip(value: Any, limit: int, field: str) -> str:
     if not isinstance(value, str):
         raise BadReply(f"{field} is not text")
-    return value if len(value) <= limit else value[:limit - 1] + "…"
+    return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
 def _int(value: Any, field: str) -> int:
@@ -134,9 +134,11 @@ def _mapping(value: Any, field: str) -> dict[str, Any]:
 
 def _frame(value: Any) -> dict[str, Any]:
     f = _mapping(value, "a traceback frame")
-    return {"line": _int(f.get("line"), "a frame's line"),
-            "text": clip(f.get("text", ""), TEXT_CHARS, "a frame's text"),
-            "function": clip(f.get("function", ""), NAME_CHARS, "a frame's function")}
+    return {
+        "line": _int(f.get("line"), "a frame's line"),
+        "text": clip(f.get("text", ""), TEXT_CHARS, "a frame's text"),
+        "function": clip(f.get("function", ""), NAME_CHARS, "a frame's function"),
+    }
 
 
 def _error(reply: dict[str, Any]) -> dict[str, Any]:
@@ -158,16 +160,20 @@ def _structure(value: Any) -> dict[str, Any]:
     modules = []
     for m in _items(s.get("modules", []), "modules"):
         m = _mapping(m, "a submodule")
-        info: dict[str, Any] = {"name": clip(m.get("name", ""), NAME_CHARS, "a submodule's name"),
-                                "type": clip(m.get("type", ""), NAME_CHARS, "a submodule's type")}
+        info: dict[str, Any] = {
+            "name": clip(m.get("name", ""), NAME_CHARS, "a submodule's name"),
+            "type": clip(m.get("type", ""), NAME_CHARS, "a submodule's type"),
+        }
         for key in ("in_features", "out_features"):
             if key in m:
                 info[key] = _int(m[key], key)
         if "bias" in m:
             info["bias"] = bool(m["bias"])
         modules.append(info)
-    params = {name: [_int(n, "a parameter's shape") for n in _items(shape, "a parameter's shape")]
-              for name, shape in _mapping(s.get("params", {}), "parameters").items()}
+    params = {
+        name: [_int(n, "a parameter's shape") for n in _items(shape, "a parameter's shape")]
+        for name, shape in _mapping(s.get("params", {}), "parameters").items()
+    }
     return {"modules": modules, "params": params}
 
 
@@ -175,25 +181,51 @@ def _trace(value: Any) -> dict[str, Any]:
     t = _mapping(value, "trace")
     largest = _mapping(t.get("largest", {}), "trace.largest")
     return {
-        "ops": {k: _int(v, "an op count") for k, v in _mapping(t.get("ops", {}), "trace.ops").items()},
-        "banned": [clip(b, NAME_CHARS, "a banned op") for b in _items(t.get("banned", []), "trace.banned")],
+        "ops": {
+            k: _int(v, "an op count") for k, v in _mapping(t.get("ops", {}), "trace.ops").items()
+        },
+        "banned": [
+            clip(b, NAME_CHARS, "a banned op") for b in _items(t.get("banned", []), "trace.banned")
+        ],
         "largest": {
             "elements": _int(largest.get("elements", 0), "trace.largest.elements"),
-            **({"shape": [_int(n, "trace.largest.shape") for n in _items(largest["shape"], "trace.largest.shape")]}
-               if "shape" in largest else {}),
-            **{k: clip(largest[k], NAME_CHARS, f"trace.largest.{k}") for k in ("dtype", "op") if k in largest},
+            **(
+                {
+                    "shape": [
+                        _int(n, "trace.largest.shape")
+                        for n in _items(largest["shape"], "trace.largest.shape")
+                    ]
+                }
+                if "shape" in largest
+                else {}
+            ),
+            **{
+                k: clip(largest[k], NAME_CHARS, f"trace.largest.{k}")
+                for k in ("dtype", "op")
+                if k in largest
+            },
         },
-        "inplace_on_inputs": [{k: clip(v, NAME_CHARS, "an in-place write") for k, v in _mapping(w, "an in-place write").items()}
-                              for w in _items(t.get("inplace_on_inputs", []), "trace.inplace_on_inputs")],
-        "out_dtypes": {k: _int(v, "a dtype count") for k, v in _mapping(t.get("out_dtypes", {}), "trace.out_dtypes").items()},
+        "inplace_on_inputs": [
+            {
+                k: clip(v, NAME_CHARS, "an in-place write")
+                for k, v in _mapping(w, "an in-place write").items()
+            }
+            for w in _items(t.get("inplace_on_inputs", []), "trace.inplace_on_inputs")
+        ],
+        "out_dtypes": {
+            k: _int(v, "a dtype count")
+            for k, v in _mapping(t.get("out_dtypes", {}), "trace.out_dtypes").items()
+        },
     }
 
 
 def _warning(value: Any) -> dict[str, Any]:
     w = _mapping(value, "a warning")
-    return {"category": clip(w.get("category", ""), TYPE_CHARS, "a warning's category"),
-            "message": clip(w.get("message", ""), MESSAGE_CHARS, "a warning's message"),
-            "line": _opt_int(w.get("line"), "a warning's line")}
+    return {
+        "category": clip(w.get("category", ""), TYPE_CHARS, "a warning's category"),
+        "message": clip(w.get("message", ""), MESSAGE_CHARS, "a warning's message"),
+        "line": _opt_int(w.get("line"), "a warning's line"),
+    }
 
 
 def clean(reply: Any, op: str) -> Reply:
@@ -204,12 +236,23 @@ def clean(reply: Any, op: str) -> Reply:
     if not reply["ok"]:
         return _error(reply)
     if op == "load":
-        return {"ok": True,
-                "names": {k: clip(v, NAME_CHARS, "a name's kind")
-                          for k, v in _mapping(reply.get("names", {}), "names").items()},
-                "banned": [clip(b, NAME_CHARS, "a banned call") for b in _items(reply.get("banned", []), "banned")]}
+        return {
+            "ok": True,
+            "names": {
+                k: clip(v, NAME_CHARS, "a name's kind")
+                for k, v in _mapping(reply.get("names", {}), "names").items()
+            },
+            "banned": [
+                clip(b, NAME_CHARS, "a banned call")
+                for b in _items(reply.get("banned", []), "banned")
+            ],
+        }
     if op == "new":
-        return {"ok": True, "handle": _int(reply.get("handle"), "handle"), "structure": _structure(reply.get("structure"))}
+        return {
+            "ok": True,
+            "handle": _int(reply.get("handle"), "handle"),
+            "structure": _structure(reply.get("structure")),
+        }
     if op == "to":
         return {"ok": True, "structure": _structure(reply.get("structure"))}
     if op == "call":

@@ -37,12 +37,25 @@ _FAILURE_TITLES = {
 def failure_diagnostic(exc: CandidateFailure, source_lines: list[str], lang: str) -> Diagnostic:
     """A candidate failure (exception, crash, timeout...) as a diagnostic with its own lines."""
     key = next((v for k, v in _FAILURE_TITLES.items() if isinstance(exc, k)), None)
-    title = msg(key, lang) if key else msg("exception_title", lang, type=exc.exc_type or "an exception")
+    title = (
+        msg(key, lang) if key else msg("exception_title", lang, type=exc.exc_type or "an exception")
+    )
     refs = [
-        SourceRef(line=f["line"], text=source_lines[f["line"] - 1].strip() if 0 < f["line"] <= len(source_lines) else f["text"])
+        SourceRef(
+            line=f["line"],
+            text=source_lines[f["line"] - 1].strip()
+            if 0 < f["line"] <= len(source_lines)
+            else f["text"],
+        )
         for f in exc.frames[-3:]
     ]
-    return Diagnostic(id=_failure_id(exc), severity="essential", title=title, explanation=exc.text(lang), source=refs)
+    return Diagnostic(
+        id=_failure_id(exc),
+        severity="essential",
+        title=title,
+        explanation=exc.text(lang),
+        source=refs,
+    )
 
 
 def _failure_id(exc: CandidateFailure) -> str:
@@ -97,11 +110,21 @@ def is_skeleton(kata: Kata, source: str) -> bool:
     return bool(source) and _normalised_sha(source) == _normalised_sha(skeleton)
 
 
-def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "en",
-          diagnose: bool = True, maxfail: int | None = None, policy: str = "warn",
-          allow_imports: Iterable[str] = (), cancel: threading.Event | None = None,
-          progress: Callable[[str], None] | None = None, keep_session: bool = False,
-          preread: tuple[str, list[Diagnostic]] | None = None) -> Result:
+def check(
+    kata: Kata,
+    path: Path,
+    *,
+    limits: Limits | None = None,
+    lang: str = "en",
+    diagnose: bool = True,
+    maxfail: int | None = None,
+    policy: str = "warn",
+    allow_imports: Iterable[str] = (),
+    cancel: threading.Event | None = None,
+    progress: Callable[[str], None] | None = None,
+    keep_session: bool = False,
+    preread: tuple[str, list[Diagnostic]] | None = None,
+) -> Result:
     """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file.
 
     `maxfail`: stop grading after that many failed tests (the diagnosis still runs); for
@@ -134,11 +157,16 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
 
     limits = limits or Limits()
     t0 = time.perf_counter()
-    result = Result(kata=kata.id, solution=str(path.resolve()), status=ERROR,
-                    required_tiers=list(kata.required_tiers), lang=lang,
-                    # What was graded is this one reading (the sandbox gets a copy of it): a
-                    # save during the check cannot mix two versions.
-                    source_sha256=hashlib.sha256(source.encode("utf-8")).hexdigest() if source else "")
+    result = Result(
+        kata=kata.id,
+        solution=str(path.resolve()),
+        status=ERROR,
+        required_tiers=list(kata.required_tiers),
+        lang=lang,
+        # What was graded is this one reading (the sandbox gets a copy of it): a
+        # save during the check cannot mix two versions.
+        source_sha256=hashlib.sha256(source.encode("utf-8")).hexdigest() if source else "",
+    )
     result.attach_source(source)
     from attnkata.checker.sandbox import host
 
@@ -149,7 +177,9 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
     # file does not parse.
     overlap = not static and policy == "warn" and host.ready()
     if not overlap:
-        static = static or check_source(kata, source, lang, policy=policy, allow_imports=allow_imports)
+        static = static or check_source(
+            kata, source, lang, policy=policy, allow_imports=allow_imports
+        )
         if _stopped(result, static, t0):
             return result
     lines = source.splitlines()
@@ -159,7 +189,9 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
         candidate.cancel = cancel
         if overlap:
             with ThreadPoolExecutor(1, thread_name_prefix="kata-static") as pool:
-                checked = pool.submit(check_source, kata, source, lang, policy=policy, allow_imports=allow_imports)
+                checked = pool.submit(
+                    check_source, kata, source, lang, policy=policy, allow_imports=allow_imports
+                )
                 candidate.start()
                 static = checked.result()
             if _stopped(result, static, t0):
@@ -167,8 +199,11 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
         else:
             candidate.start()
         result.isolation = candidate.isolation
-        result.limits = {"call_timeout": limits.call_timeout, "total_timeout": limits.total_timeout,
-                         "memory_mb": limits.memory_mb}
+        result.limits = {
+            "call_timeout": limits.call_timeout,
+            "total_timeout": limits.total_timeout,
+            "memory_mb": limits.memory_mb,
+        }
         t_load = time.perf_counter()
         if candidate.load_error is not None:
             d = failure_diagnostic(candidate.load_error, lines, lang)
@@ -181,29 +216,52 @@ def check(kata: Kata, path: Path, *, limits: Limits | None = None, lang: str = "
             return result
         salt = probes.new_salt()  # the graders' inputs for this check, and its replays
         with probes.salted(salt):
-            code, collector, output = driver.run(kata, path, candidate, lang, maxfail=maxfail, cancel=cancel,
-                                                 progress=progress, keep_session=keep_session)
+            code, collector, output = driver.run(
+                kata,
+                path,
+                candidate,
+                lang,
+                maxfail=maxfail,
+                cancel=cancel,
+                progress=progress,
+                keep_session=keep_session,
+            )
         if code == pytest.ExitCode.INTERRUPTED:  # pytest swallowed it; the caller must not
-            raise CheckCancelled() if cancel is not None and cancel.is_set() else KeyboardInterrupt()
+            raise (
+                CheckCancelled() if cancel is not None and cancel.is_set() else KeyboardInterrupt()
+            )
         t_tests = time.perf_counter()
-        if collector.collect_errors or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        if collector.collect_errors or code in (
+            pytest.ExitCode.INTERNAL_ERROR,
+            pytest.ExitCode.USAGE_ERROR,
+        ):
             detail = (collector.collect_errors or [output[-1500:]])[0]
             raise KataDefinitionError(f"the grader of {kata.id} is broken: {detail}")
         result.tests = collector.results
         result.status = overall_status(result.tests, kata.required_tiers)
-        result.diagnostics.extend(_dedupe([failure_diagnostic(f, lines, lang) for f in collector.failures]))
+        result.diagnostics.extend(
+            _dedupe([failure_diagnostic(f, lines, lang) for f in collector.failures])
+        )
         if not result.passed and is_skeleton(kata, source):
             # Nothing of the candidate's to diagnose ("No known mistake matched" would mislead).
-            result.diagnostics.insert(0, Diagnostic(
-                id="untouched-skeleton", severity="essential", title=msg("skeleton.title", lang),
-                explanation=msg("skeleton.explanation", lang, kata=kata.id, file=path.name)))
+            result.diagnostics.insert(
+                0,
+                Diagnostic(
+                    id="untouched-skeleton",
+                    severity="essential",
+                    title=msg("skeleton.title", lang),
+                    explanation=msg("skeleton.explanation", lang, kata=kata.id, file=path.name),
+                ),
+            )
         elif diagnose and not result.passed:
             from attnkata.checker.diagnose import diagnose_result
 
             if progress is not None:
                 progress("diagnosis")
 
-            with probes.salted(salt):  # the diagnosis' own probes are built unsalted (engine.load_spec)
+            with probes.salted(
+                salt
+            ):  # the diagnosis' own probes are built unsalted (engine.load_spec)
                 found = diagnose_result(kata, path, source, result, candidate, lang)
             result.diagnostics = found + result.diagnostics
     result.timings = {

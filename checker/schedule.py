@@ -65,24 +65,36 @@ class KataPlan:
     last: datetime | None = None
     last_rating: str | None = None
     sessions: int = 0
-    recurring: list[tuple[str, int]] = field(default_factory=list)  # (mistake, sessions) it exercises
+    recurring: list[tuple[str, int]] = field(
+        default_factory=list
+    )  # (mistake, sessions) it exercises
 
     def is_due(self, now: datetime) -> bool:
         return self.due is not None and self.due <= now
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kata": self.kata, "due": self.due.isoformat() if self.due else None,
-                "last_practised": self.last.isoformat() if self.last else None,
-                "last_rating": self.last_rating, "sessions": self.sessions,
-                "recurring_mistakes": [{"id": m, "sessions": n} for m, n in self.recurring]}
+        return {
+            "kata": self.kata,
+            "due": self.due.isoformat() if self.due else None,
+            "last_practised": self.last.isoformat() if self.last else None,
+            "last_rating": self.last_rating,
+            "sessions": self.sessions,
+            "recurring_mistakes": [{"id": m, "sessions": n} for m, n in self.recurring],
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KataPlan:
         def when(s: str | None) -> datetime | None:
             return datetime.fromisoformat(s) if s else None
 
-        return cls(d["kata"], when(d["due"]), when(d["last_practised"]), d["last_rating"], d["sessions"],
-                   [(r["id"], r["sessions"]) for r in d["recurring_mistakes"]])
+        return cls(
+            d["kata"],
+            when(d["due"]),
+            when(d["last_practised"]),
+            d["last_rating"],
+            d["sessions"],
+            [(r["id"], r["sessions"]) for r in d["recurring_mistakes"]],
+        )
 
 
 @dataclass
@@ -125,7 +137,9 @@ def sessions(attempts: list[Any], events: list[Any]) -> list[Session]:
     return sorted(done, key=lambda s: s.end)
 
 
-def plan(katas: dict[str, KataSummary], attempts: list[Any], events: list[Any]) -> dict[str, KataPlan]:
+def plan(
+    katas: dict[str, KataSummary], attempts: list[Any], events: list[Any]
+) -> dict[str, KataPlan]:
     """Every kata's due date from its sessions (FSRS) and the recurring mistakes it exercises."""
     from fsrs import Card, Rating, Scheduler
 
@@ -148,7 +162,10 @@ def plan(katas: dict[str, KataSummary], attempts: list[Any], events: list[Any]) 
     recurring = {m: times for m, times in mistake_sessions.items() if len(times) >= RECURRING_AFTER}
     for kid, summary in katas.items():
         p = plans[kid]
-        hits = sorted(((m, len(recurring[m])) for m in summary.mistakes if m in recurring), key=lambda x: (-x[1], x[0]))
+        hits = sorted(
+            ((m, len(recurring[m])) for m in summary.mistakes if m in recurring),
+            key=lambda x: (-x[1], x[0]),
+        )
         p.recurring = hits
         if hits and p.due is not None:
             sooner = max(max(recurring[m]) for m, _ in hits) + RECURRING_DELAY
@@ -179,10 +196,14 @@ def _days(delta: timedelta) -> str:
     return f"{days:.0f}" if days >= 1 else f"{days:.1f}"
 
 
-def recommend(katas: dict[str, KataSummary], plans: dict[str, KataPlan], now: datetime) -> Recommendation | None:
+def recommend(
+    katas: dict[str, KataSummary], plans: dict[str, KataPlan], now: datetime
+) -> Recommendation | None:
     """Due katas first (most overdue; recurring mistakes break ties), then a new kata (one that
     exercises a recurring mistake first, else the teaching order), else the one due soonest."""
-    due = sorted((p for p in plans.values() if p.is_due(now)), key=lambda p: (p.due, -len(p.recurring)))
+    due = sorted(
+        (p for p in plans.values() if p.is_due(now)), key=lambda p: (p.due, -len(p.recurring))
+    )
     if due:
         p = due[0]
         ago = _days(now - p.last) if p.last else "?"

@@ -20,7 +20,9 @@ class MarkerError(ValueError):
     pass
 
 
-def strip_solution(source: str, *, keep_markers: bool = False, filename: str = "<reference>") -> str:
+def strip_solution(
+    source: str, *, keep_markers: bool = False, filename: str = "<reference>"
+) -> str:
     """Return `source` with every solution region blanked (see module docstring)."""
     out: list[str] = []
     inside: str | None = None
@@ -52,8 +54,11 @@ def strip_solution(source: str, *, keep_markers: bool = False, filename: str = "
 
 def strip_markers(source: str) -> str:
     """The reference as shown by `kata solution`: the marker comments removed, code kept."""
-    return "".join(line for line in source.splitlines(keepends=True)
-                   if not BEGIN.match(line) and not END.match(line))
+    return "".join(
+        line
+        for line in source.splitlines(keepends=True)
+        if not BEGIN.match(line) and not END.match(line)
+    )
 
 
 def reference_path(kata_id: str) -> Path:
@@ -73,7 +78,10 @@ def main() -> None:
 
     for kata in all_katas().values():
         text = skeleton_for(kata.id)
-        if not kata.skeleton_path.exists() or kata.skeleton_path.read_text(encoding="utf-8") != text:
+        if (
+            not kata.skeleton_path.exists()
+            or kata.skeleton_path.read_text(encoding="utf-8") != text
+        ):
             kata.skeleton_path.write_text(text, encoding="utf-8")
             print(f"wrote {kata.skeleton_path}")
 

@@ -21,13 +21,22 @@ from attnkata.checker.models import ERROR, FAIL, Diagnostic, SourceRef
 MAX_SOURCE_BYTES = 1 << 20  # 1 MiB
 MAX_AST_DEPTH = 200  # real solutions stay under 20
 # Diagnostics after which the file is not run.
-STOPPING_IDS = ("syntax-error", "missing-entry-point", "source-too-complex", "source-too-large",
-                "source-encoding")
+STOPPING_IDS = (
+    "syntax-error",
+    "missing-entry-point",
+    "source-too-complex",
+    "source-too-large",
+    "source-encoding",
+)
 # PEP 263's encoding declaration, on line 1 or 2.
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 # SyntaxErrors that are the parser's own limits, not a typo.
-_LIMIT_MESSAGES = ("too many nested parentheses", "too many levels of indentation",
-                   "too many statically nested blocks", "too many nested blocks")
+_LIMIT_MESSAGES = (
+    "too many nested parentheses",
+    "too many levels of indentation",
+    "too many statically nested blocks",
+    "too many nested blocks",
+)
 
 
 class SourceTooComplex(Exception):
@@ -76,18 +85,26 @@ def parse_bounded(source: str) -> ast.Module:
 
 
 def too_large(size: int, lang: str) -> Diagnostic:
-    return Diagnostic(id="source-too-large", severity="essential", title=msg("too_large_title", lang),
-                      explanation=msg("too_large", lang, size=size, limit=MAX_SOURCE_BYTES))
+    return Diagnostic(
+        id="source-too-large",
+        severity="essential",
+        title=msg("too_large_title", lang),
+        explanation=msg("too_large", lang, size=size, limit=MAX_SOURCE_BYTES),
+    )
 
 
 def require_file(kata: Kata, path: Path, lang: str) -> None:
     """A usage error (exit 2) when `path` is a folder or no file: the one check `kata check`
     and `kata watch` share."""
     if path.is_dir():
-        raise UsageError(msg("file_is_directory", lang, path=path),
-                         msg("file_is_directory_hint", lang, path=path, file=kata.solution_file))
+        raise UsageError(
+            msg("file_is_directory", lang, path=path),
+            msg("file_is_directory_hint", lang, path=path, file=kata.solution_file),
+        )
     if not path.is_file():
-        raise UsageError(msg("file_not_found", lang, path=path), msg("file_not_found_hint", lang, kata=kata.id))
+        raise UsageError(
+            msg("file_not_found", lang, path=path), msg("file_not_found_hint", lang, kata=kata.id)
+        )
 
 
 def read_source(path: Path, lang: str) -> tuple[str, list[Diagnostic]]:
@@ -102,8 +119,14 @@ def read_source(path: Path, lang: str) -> tuple[str, list[Diagnostic]]:
         raise UsageError(f"{path} is not UTF-8 text") from None
     declared = foreign_encoding(source)
     if declared is not None:
-        return "", [Diagnostic(id="source-encoding", severity="essential", title=msg("encoding_title", lang),
-                               explanation=msg("encoding", lang, line=declared[0], name=declared[1]))]
+        return "", [
+            Diagnostic(
+                id="source-encoding",
+                severity="essential",
+                title=msg("encoding_title", lang),
+                explanation=msg("encoding", lang, line=declared[0], name=declared[1]),
+            )
+        ]
     return source, []
 
 
@@ -165,7 +188,10 @@ def signatures(tree: ast.Module) -> dict[str, Signature]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             found[node.name] = Signature(node.name, "function", _params(node, False), node.lineno)
         elif isinstance(node, ast.ClassDef):
-            init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+            init = next(
+                (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"),
+                None,
+            )
             params = _params(init, True) if init else ()
             found[node.name] = Signature(node.name, "class", params, node.lineno)
         elif isinstance(node, ast.Assign):
@@ -179,8 +205,9 @@ def signatures(tree: ast.Module) -> dict[str, Signature]:
     return found
 
 
-def check_source(kata: Kata, source: str, lang: str, *, policy: str = "warn",
-                 allow_imports: Iterable[str] = ()) -> list[Diagnostic]:
+def check_source(
+    kata: Kata, source: str, lang: str, *, policy: str = "warn", allow_imports: Iterable[str] = ()
+) -> list[Diagnostic]:
     """Diagnostics that stop grading (size, syntax, nesting, missing entry points; with
     `policy="enforce"` the policy's findings) or warn (signature; the policy by default).
     `allow_imports`: modules the policy accepts beyond its allowlist."""
@@ -193,21 +220,29 @@ def check_source(kata: Kata, source: str, lang: str, *, policy: str = "warn",
     except SourceTooComplex as exc:
         # Point at the line only when it is short enough to show (not a 100 000-paren line).
         text = _line(source, exc.line) if exc.line else ""
-        return [Diagnostic(
-            id="source-too-complex", severity="essential",
-            title=msg("too_complex_title", lang),
-            explanation=msg("too_complex", lang, reason=exc.reason(lang)),
-            source=[SourceRef(line=exc.line, text=text)] if exc.line and len(text) < 200 else [],
-        )]
+        return [
+            Diagnostic(
+                id="source-too-complex",
+                severity="essential",
+                title=msg("too_complex_title", lang),
+                explanation=msg("too_complex", lang, reason=exc.reason(lang)),
+                source=[SourceRef(line=exc.line, text=text)]
+                if exc.line and len(text) < 200
+                else [],
+            )
+        ]
     except SyntaxError as exc:
         line = exc.lineno or 1
         text = (exc.text or "").rstrip("\n")[:200]
-        return [Diagnostic(
-            id="syntax-error", severity="essential",
-            title=msg("syntax_error_title", lang),
-            explanation=msg("syntax_error", lang, line=line, message=exc.msg),
-            source=[SourceRef(line=line, text=text)],
-        )]
+        return [
+            Diagnostic(
+                id="syntax-error",
+                severity="essential",
+                title=msg("syntax_error_title", lang),
+                explanation=msg("syntax_error", lang, line=line, message=exc.msg),
+                source=[SourceRef(line=line, text=text)],
+            )
+        ]
     found = signatures(tree)
     expected = signatures(ast.parse(kata.skeleton_path.read_text(encoding="utf-8")))
     out: list[Diagnostic] = []
@@ -215,24 +250,46 @@ def check_source(kata: Kata, source: str, lang: str, *, policy: str = "warn",
         want = expected.get(name)
         have = found.get(name)
         if have is None:
-            defined = ", ".join(f"`{s.name}`" for s in found.values() if s.kind in ("function", "class")) or "—"
-            out.append(Diagnostic(
-                id="missing-entry-point", severity="essential",
-                title=msg("missing_entry_title", lang, name=name),
-                explanation=msg("missing_entry", lang, name=name,
-                                kind=want.kind if want else "function", found=defined),
-            ))
+            defined = (
+                ", ".join(f"`{s.name}`" for s in found.values() if s.kind in ("function", "class"))
+                or "—"
+            )
+            out.append(
+                Diagnostic(
+                    id="missing-entry-point",
+                    severity="essential",
+                    title=msg("missing_entry_title", lang, name=name),
+                    explanation=msg(
+                        "missing_entry",
+                        lang,
+                        name=name,
+                        kind=want.kind if want else "function",
+                        found=defined,
+                    ),
+                )
+            )
             continue
         if want and have.kind in ("function", "class") and want.params != have.params:
-            missing = [p for p in want.params if p.split("=")[0] not in {h.split("=")[0] for h in have.params}]
-            out.append(Diagnostic(
-                id="signature-mismatch", severity="actionable" if missing else "informative",
-                title=msg("signature_title", lang, name=name),
-                explanation=msg("signature", lang, expected=want.render(), found=have.render()),
-                source=[SourceRef(line=have.line, text=source.splitlines()[have.line - 1].strip())],
-            ))
+            missing = [
+                p
+                for p in want.params
+                if p.split("=")[0] not in {h.split("=")[0] for h in have.params}
+            ]
+            out.append(
+                Diagnostic(
+                    id="signature-mismatch",
+                    severity="actionable" if missing else "informative",
+                    title=msg("signature_title", lang, name=name),
+                    explanation=msg("signature", lang, expected=want.render(), found=have.render()),
+                    source=[
+                        SourceRef(line=have.line, text=source.splitlines()[have.line - 1].strip())
+                    ],
+                )
+            )
     findings = policy_rules.scan(tree, allow_imports, review=True)
-    out += policy_rules.diagnostics(findings, source.splitlines(), lang, mode=policy, kata_id=kata.id)
+    out += policy_rules.diagnostics(
+        findings, source.splitlines(), lang, mode=policy, kata_id=kata.id
+    )
     return out
 
 

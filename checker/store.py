@@ -165,31 +165,59 @@ class History:
         self.close()
 
     # -- writes ------------------------------------------------------------------
-    def record_attempt(self, kata: str, status: str, passed: int, total: int, seconds: float, file: str,
-                       diagnoses: list[str] | None = None, mode: str = "practice",
-                       session: str | None = None, ts: float | None = None) -> None:
+    def record_attempt(
+        self,
+        kata: str,
+        status: str,
+        passed: int,
+        total: int,
+        seconds: float,
+        file: str,
+        diagnoses: list[str] | None = None,
+        mode: str = "practice",
+        session: str | None = None,
+        ts: float | None = None,
+    ) -> None:
         with transaction(self.conn):
             self.conn.execute(
                 "INSERT INTO attempts (ts, kata, status, passed, total, seconds, file, mode, session, diagnoses)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (ts or time.time(), kata, status, passed, total, seconds, file, mode, session,
-                 json.dumps(diagnoses or [])),
+                (
+                    ts or time.time(),
+                    kata,
+                    status,
+                    passed,
+                    total,
+                    seconds,
+                    file,
+                    mode,
+                    session,
+                    json.dumps(diagnoses or []),
+                ),
             )
 
-    def record_event(self, kata: str, kind: str, detail: dict[str, Any] | None = None,
-                     ts: float | None = None) -> None:
+    def record_event(
+        self, kata: str, kind: str, detail: dict[str, Any] | None = None, ts: float | None = None
+    ) -> None:
         with transaction(self.conn):
-            self.conn.execute("INSERT INTO events (ts, kata, kind, detail) VALUES (?, ?, ?, ?)",
-                              (ts or time.time(), kata, kind, json.dumps(detail or {})))
+            self.conn.execute(
+                "INSERT INTO events (ts, kata, kind, detail) VALUES (?, ?, ?, ?)",
+                (ts or time.time(), kata, kind, json.dumps(detail or {})),
+            )
 
     # -- reads -------------------------------------------------------------------
     def attempts(self, kata: str | None = None, limit: int = 50) -> list[sqlite3.Row]:
-        q = "SELECT * FROM attempts" + (" WHERE kata = ?" if kata else "") + " ORDER BY ts DESC, id DESC LIMIT ?"
+        q = (
+            "SELECT * FROM attempts"
+            + (" WHERE kata = ?" if kata else "")
+            + " ORDER BY ts DESC, id DESC LIMIT ?"
+        )
         return self.conn.execute(q, ((kata,) if kata else ()) + (limit,)).fetchall()
 
     def events(self, kata: str, kind: str) -> list[sqlite3.Row]:
-        return self.conn.execute("SELECT * FROM events WHERE kata = ? AND kind = ? ORDER BY ts, id",
-                                 (kata, kind)).fetchall()
+        return self.conn.execute(
+            "SELECT * FROM events WHERE kata = ? AND kind = ? ORDER BY ts, id", (kata, kind)
+        ).fetchall()
 
     def hints_used(self, kata: str) -> int:
         return len(self.events(kata, "hint"))
@@ -201,15 +229,24 @@ class History:
         out: dict[str, KataStats] = {}
         rows = self.conn.execute(
             "SELECT kata, COUNT(*) n, SUM(status = 'pass') passes, MIN(ts) first_ts,"
-            " MIN(CASE WHEN status = 'pass' THEN ts END) first_pass FROM attempts GROUP BY kata").fetchall()
-        starts = dict(self.conn.execute(
-            "SELECT kata, MIN(ts) FROM events WHERE kind = 'start' GROUP BY kata").fetchall())
-        hints = dict(self.conn.execute(
-            "SELECT kata, COUNT(*) FROM events WHERE kind = 'hint' GROUP BY kata").fetchall())
+            " MIN(CASE WHEN status = 'pass' THEN ts END) first_pass FROM attempts GROUP BY kata"
+        ).fetchall()
+        starts = dict(
+            self.conn.execute(
+                "SELECT kata, MIN(ts) FROM events WHERE kind = 'start' GROUP BY kata"
+            ).fetchall()
+        )
+        hints = dict(
+            self.conn.execute(
+                "SELECT kata, COUNT(*) FROM events WHERE kind = 'hint' GROUP BY kata"
+            ).fetchall()
+        )
         for r in rows:
             began = min(x for x in (starts.get(r["kata"]), r["first_ts"]) if x is not None)
             ttp = (r["first_pass"] - began) if r["first_pass"] is not None else None
-            out[r["kata"]] = KataStats(r["kata"], r["n"], r["passes"] or 0, ttp, hints.get(r["kata"], 0))
+            out[r["kata"]] = KataStats(
+                r["kata"], r["n"], r["passes"] or 0, ttp, hints.get(r["kata"], 0)
+            )
         for kata in starts.keys() | hints.keys():
             out.setdefault(kata, KataStats(kata, 0, 0, None, hints.get(kata, 0)))
         return out
@@ -217,25 +254,35 @@ class History:
     def timeline(self) -> tuple[list[sqlite3.Row], list[sqlite3.Row]]:
         """Every attempt (oldest first) and every hint / solution event: what the practice
         schedule (checker/schedule.py) replays."""
-        attempts = self.conn.execute("SELECT ts, kata, status, diagnoses, mode FROM attempts ORDER BY ts, id").fetchall()
-        events = self.conn.execute(f"SELECT ts, kata, kind FROM events WHERE kind IN {_HELP_EVENTS} ORDER BY ts, id"
-                                   ).fetchall()
+        attempts = self.conn.execute(
+            "SELECT ts, kata, status, diagnoses, mode FROM attempts ORDER BY ts, id"
+        ).fetchall()
+        events = self.conn.execute(
+            f"SELECT ts, kata, kind FROM events WHERE kind IN {_HELP_EVENTS} ORDER BY ts, id"
+        ).fetchall()
         return attempts, events
 
     def timeline_version(self) -> str:
         """Changes whenever timeline() would answer differently (rows are only ever added, and a
         removed row changes the count): the key of what is derived from it."""
         a = self.conn.execute("SELECT COUNT(*), MAX(id) FROM attempts").fetchone()
-        e = self.conn.execute(f"SELECT COUNT(*), MAX(id) FROM events WHERE kind IN {_HELP_EVENTS}").fetchone()
+        e = self.conn.execute(
+            f"SELECT COUNT(*), MAX(id) FROM events WHERE kind IN {_HELP_EVENTS}"
+        ).fetchone()
         return f"{a[0]}:{a[1]}:{e[0]}:{e[1]}"
 
     def derived(self, name: str, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM derived WHERE name = ? AND key = ?", (name, key)).fetchone()
+        row = self.conn.execute(
+            "SELECT value FROM derived WHERE name = ? AND key = ?", (name, key)
+        ).fetchone()
         return row[0] if row else None
 
     def store_derived(self, name: str, key: str, value: str) -> None:
         with transaction(self.conn):
-            self.conn.execute("INSERT OR REPLACE INTO derived (name, key, value) VALUES (?, ?, ?)", (name, key, value))
+            self.conn.execute(
+                "INSERT OR REPLACE INTO derived (name, key, value) VALUES (?, ?, ?)",
+                (name, key, value),
+            )
 
     def mistake_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

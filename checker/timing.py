@@ -31,8 +31,11 @@ def reference_seconds() -> dict[str, float]:
         data = tomllib.loads(TIMINGS_PATH.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return {}
-    return {k: float(v) for k, v in data.get("reference_call_seconds", {}).items()
-            if isinstance(v, int | float) and math.isfinite(v) and v >= 0}
+    return {
+        k: float(v)
+        for k, v in data.get("reference_call_seconds", {}).items()
+        if isinstance(v, int | float) and math.isfinite(v) and v >= 0
+    }
 
 
 def call_limit(reference_call: float) -> float:
@@ -59,7 +62,9 @@ def _slowest_call(kata_id: str) -> float:
     slowest = 0.0
     original = proxy.Candidate._request
 
-    def recording(self: proxy.Candidate, req: dict, doing: object, target: str | None = None) -> dict:
+    def recording(
+        self: proxy.Candidate, req: dict, doing: object, target: str | None = None
+    ) -> dict:
         nonlocal slowest
         reply = original(self, req, doing, target)  # type: ignore[arg-type]
         slowest = max(slowest, float(reply.get("seconds") or 0.0))
@@ -85,11 +90,15 @@ def main(argv: list[str] | None = None) -> None:
     ids = args.katas or list(catalog.all_katas())
     measured = dict(reference_seconds()) | {k: measure(k) for k in ids}
     for k in ids:
-        print(f"{k:20s} slowest reference call {measured[k] * 1000:8.1f} ms -> limit {call_limit(measured[k]):.1f} s per call")
+        print(
+            f"{k:20s} slowest reference call {measured[k] * 1000:8.1f} ms -> limit {call_limit(measured[k]):.1f} s per call"
+        )
     if args.write:
-        lines = ["# The reference's slowest graded call per kata, in seconds (2-core CPU machine).",
-                 "# Written by `python -m attnkata.checker.timing --write`; see checker/timing.py.",
-                 "[reference_call_seconds]"]
+        lines = [
+            "# The reference's slowest graded call per kata, in seconds (2-core CPU machine).",
+            "# Written by `python -m attnkata.checker.timing --write`; see checker/timing.py.",
+            "[reference_call_seconds]",
+        ]
         lines += [f'"{k}" = {v:.4f}' for k, v in sorted(measured.items())]
         TIMINGS_PATH.write_text("\n".join(lines) + "\n", encoding="utf-8")
 

@@ -68,9 +68,25 @@ def _aliases(letter: str, word: str) -> set[str]:
     """Normalised names (lower case, no separators) under which codebases call a projection."""
     out = set()
     for x in (letter, word, word + "s"):
-        out |= {x, f"{x}proj", f"proj{x}", f"w{x}", f"to{x}", f"{x}linear", f"linear{x}",
-                f"{x}lin", f"lin{x}", f"{x}dense", f"dense{x}", f"{x}layer", f"{x}net", f"{x}fc",
-                f"fc{x}", f"{x}projection", f"{x}map"}
+        out |= {
+            x,
+            f"{x}proj",
+            f"proj{x}",
+            f"w{x}",
+            f"to{x}",
+            f"{x}linear",
+            f"linear{x}",
+            f"{x}lin",
+            f"lin{x}",
+            f"{x}dense",
+            f"dense{x}",
+            f"{x}layer",
+            f"{x}net",
+            f"{x}fc",
+            f"fc{x}",
+            f"{x}projection",
+            f"{x}map",
+        }
     return out
 
 
@@ -78,8 +94,16 @@ ALIASES: dict[str, set[str]] = {
     "q": _aliases("q", "query") | {"queries"},
     "k": _aliases("k", "key"),
     "v": _aliases("v", "value"),
-    "o": _aliases("o", "out") | _aliases("o", "output") | {
-        "w0", "cproj", "dense", "proj", "projection", "attnout", "residproj",
+    "o": _aliases("o", "out")
+    | _aliases("o", "output")
+    | {
+        "w0",
+        "cproj",
+        "dense",
+        "proj",
+        "projection",
+        "attnout",
+        "residproj",
     },
     "qkv": _aliases("qkv", "qkv") | {"cattn", "inproj", "wpack", "attnqkv"},
     "kv": _aliases("kv", "kv"),
@@ -129,8 +153,12 @@ class WeightMapping(dict):
     k_proj.weight + v_proj.weight`); `how` says which rule decided it, `layers` lists
     (candidate layer, reference layers) pairs for messages."""
 
-    def __init__(self, pairs: dict[str, str], how: str,
-                 layers: list[tuple[str, tuple[str, ...]]] | None = None) -> None:
+    def __init__(
+        self,
+        pairs: dict[str, str],
+        how: str,
+        layers: list[tuple[str, tuple[str, ...]]] | None = None,
+    ) -> None:
         super().__init__(pairs)
         self.how = how
         self.layers = layers or []
@@ -149,7 +177,11 @@ class WeightMapping(dict):
         parts = []
         for cand, refs in self.layers:
             layout = self.layouts.get(cand, STACKED)
-            order = f"split in {', '.join(refs)} order" if layout == STACKED else f"rows {LAYOUT_TEXT[layout]}"
+            order = (
+                f"split in {', '.join(refs)} order"
+                if layout == STACKED
+                else f"rows {LAYOUT_TEXT[layout]}"
+            )
             fused = f" (fused, {order})" if len(refs) > 1 else ""
             parts.append(f"{cand} <- {' + '.join(refs)}{fused}")
         return f"{self.how}: " + "; ".join(parts)
@@ -159,8 +191,14 @@ class WeightMapping(dict):
         return "" if self.canonical else f" [reference weights loaded {self.describe()}]"
 
 
-def load_reference_weights(module: RemoteModule, reference: torch.nn.Module, *, case: str,
-                           dtype: torch.dtype | None = None, force: dict[str, str] | None = None) -> WeightMapping:
+def load_reference_weights(
+    module: RemoteModule,
+    reference: torch.nn.Module,
+    *,
+    case: str,
+    dtype: torch.dtype | None = None,
+    force: dict[str, str] | None = None,
+) -> WeightMapping:
     """Copy `reference`'s parameters into the candidate's `module` (see the module docstring
     for how names are matched and fused layouts chosen); returns the mapping, {candidate
     name: reference name(s)}. `dtype`: the module's dtype (for the layout trial call);
@@ -182,11 +220,19 @@ def load_reference_weights(module: RemoteModule, reference: torch.nn.Module, *, 
 
 # candidate -> {(generation, structure, layer): the layout kept, or None}: decided once per
 # module structure, not once per test (weak: a finished candidate's decisions go with it).
-_DECIDED: weakref.WeakKeyDictionary[Any, dict[tuple[int, str, str], str | None]] = weakref.WeakKeyDictionary()
+_DECIDED: weakref.WeakKeyDictionary[Any, dict[tuple[int, str, str], str | None]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _choose_layout(module: RemoteModule, reference: torch.nn.Module, state: dict[str, torch.Tensor], layer: str,
-                   options: dict[str, dict[str, torch.Tensor]], dtype: torch.dtype | None) -> str | None:
+def _choose_layout(
+    module: RemoteModule,
+    reference: torch.nn.Module,
+    state: dict[str, torch.Tensor],
+    layer: str,
+    options: dict[str, dict[str, torch.Tensor]],
+    dtype: torch.dtype | None,
+) -> str | None:
     """The first layout under which the module agrees with the reference on one token (a
     single key: masks, scales and softmax details cannot show there, the rows' order can)."""
     decided = _DECIDED.setdefault(module.candidate, {})
@@ -194,7 +240,14 @@ def _choose_layout(module: RemoteModule, reference: torch.nn.Module, state: dict
     if key in decided:
         return decided[key]
     ref64 = copy.deepcopy(reference).to(torch.float64).eval()
-    k_proj = next((m for n, m in ref64.named_modules() if isinstance(m, torch.nn.Linear) and role_of(n) == "k"), None)
+    k_proj = next(
+        (
+            m
+            for n, m in ref64.named_modules()
+            if isinstance(m, torch.nn.Linear) and role_of(n) == "k"
+        ),
+        None,
+    )
     if k_proj is None:
         return None
     x = randn(2, 1, k_proj.in_features, seed=12345)  # one token: x is what the keys read
@@ -235,67 +288,103 @@ def _agrees(got: Any, want: torch.Tensor) -> bool:
     return bool(torch.allclose(got.detach().to(torch.float64), want, rtol=tol * 10, atol=tol))
 
 
-def plan_weights(structure: dict[str, Any], reference: torch.nn.Module, *,
-                 case: str) -> tuple[dict[str, torch.Tensor], WeightMapping]:
+def plan_weights(
+    structure: dict[str, Any], reference: torch.nn.Module, *, case: str
+) -> tuple[dict[str, torch.Tensor], WeightMapping]:
     """The state to load into a module described by `structure` (`RemoteModule.structure`:
     its Linear layers in definition order and its parameter shapes) and the mapping used."""
     ref_state = {k: v.detach() for k, v in reference.state_dict().items()}
     have = {k: tuple(v) for k, v in structure.get("params", {}).items()}
-    layers = [Layer(m["name"], m["in_features"], m["out_features"], m["bias"])
-              for m in structure.get("modules", []) if "in_features" in m]
+    layers = [
+        Layer(m["name"], m["in_features"], m["out_features"], m["bias"])
+        for m in structure.get("modules", [])
+        if "in_features" in m
+    ]
     if all(name in have for name in ref_state):
         for name, tensor in ref_state.items():
             if have[name] != tuple(tensor.shape):
                 raise AssertionError(
                     f"{case}: {name} should have shape {tuple(tensor.shape)}, yours has {have[name]}"
-                    + _shape_hint(name, reference))
-        mapping = WeightMapping({n: n for n in ref_state}, CANONICAL,
-                                [(n.rsplit(".", 1)[0], (n.rsplit(".", 1)[0],)) for n in ref_state
-                                 if n.endswith(".weight")])
+                    + _shape_hint(name, reference)
+                )
+        mapping = WeightMapping(
+            {n: n for n in ref_state},
+            CANONICAL,
+            [
+                (n.rsplit(".", 1)[0], (n.rsplit(".", 1)[0],))
+                for n in ref_state
+                if n.endswith(".weight")
+            ],
+        )
         _check_no_extra_bias(layers, ref_state, case)
         return dict(ref_state), mapping
     return _plan_by_role(ref_state, have, layers, reference, case)
 
 
 def _ref_layers(reference: torch.nn.Module) -> list[Layer]:
-    return [Layer(n, m.in_features, m.out_features, m.bias is not None)
-            for n, m in reference.named_modules() if isinstance(m, torch.nn.Linear)]
+    return [
+        Layer(n, m.in_features, m.out_features, m.bias is not None)
+        for n, m in reference.named_modules()
+        if isinstance(m, torch.nn.Linear)
+    ]
 
 
 def _shape_hint(name: str, reference: torch.nn.Module) -> str:
     layer = next((r for r in _ref_layers(reference) if name.startswith(r.name + ".")), None)
     if layer is None:
         return ""
-    return (f" (expected {layer.name} = Linear({layer.in_features} -> {layer.out_features});"
-            " nn.Linear(in, out) stores its weight as (out, in))")
+    return (
+        f" (expected {layer.name} = Linear({layer.in_features} -> {layer.out_features});"
+        " nn.Linear(in, out) stores its weight as (out, in))"
+    )
 
 
-def _check_no_extra_bias(layers: list[Layer], ref_state: dict[str, torch.Tensor], case: str) -> None:
+def _check_no_extra_bias(
+    layers: list[Layer], ref_state: dict[str, torch.Tensor], case: str
+) -> None:
     for layer in layers:
-        if layer.bias and f"{layer.name}.weight" in ref_state and f"{layer.name}.bias" not in ref_state:
+        if (
+            layer.bias
+            and f"{layer.name}.weight" in ref_state
+            and f"{layer.name}.bias" not in ref_state
+        ):
             raise AssertionError(
                 f"{case}: your {layer.name} has a bias, but the module was built with bias=False: "
-                "pass bias=bias to nn.Linear")
+                "pass bias=bias to nn.Linear"
+            )
 
 
-def _plan_by_role(ref_state: dict[str, torch.Tensor], have: dict[str, tuple[int, ...]],
-                  layers: list[Layer], reference: torch.nn.Module,
-                  case: str) -> tuple[dict[str, torch.Tensor], WeightMapping]:
+def _plan_by_role(
+    ref_state: dict[str, torch.Tensor],
+    have: dict[str, tuple[int, ...]],
+    layers: list[Layer],
+    reference: torch.nn.Module,
+    case: str,
+) -> tuple[dict[str, torch.Tensor], WeightMapping]:
     ref_layers = _ref_layers(reference)
     roles = {r.name: role_of(r.name) for r in ref_layers}
-    by_role = {role: r for r, role in zip(ref_layers, roles.values(), strict=True) if role in ROLE_WORDS}
+    by_role = {
+        role: r for r, role in zip(ref_layers, roles.values(), strict=True) if role in ROLE_WORDS
+    }
     layer_params = {f"{r.name}.{p}" for r in ref_layers for p in ("weight", "bias")}
     others = [n for n in ref_state if n not in layer_params]
-    if (not ref_layers or any(role not in ROLE_WORDS for role in roles.values())
-            or len(by_role) != len(ref_layers) or any(n not in have for n in others)):
+    if (
+        not ref_layers
+        or any(role not in ROLE_WORDS for role in roles.values())
+        or len(by_role) != len(ref_layers)
+        or any(n not in have for n in others)
+    ):
         # Not a plain q/k/v/o attention: only the canonical names can work.
         missing = next(n for n in ref_state if n not in have)
         raise AssertionError(
             f"{case}: your module has no parameter {missing!r} of shape {tuple(ref_state[missing].shape)}; "
-            f"it has: {', '.join(f'{n} {s}' for n, s in have.items()) or 'no parameters'}")
+            f"it has: {', '.join(f'{n} {s}' for n, s in have.items()) or 'no parameters'}"
+        )
     for n in others:
         if have[n] != tuple(ref_state[n].shape):
-            raise AssertionError(f"{case}: {n} should have shape {tuple(ref_state[n].shape)}, yours has {have[n]}")
+            raise AssertionError(
+                f"{case}: {n} should have shape {tuple(ref_state[n].shape)}, yours has {have[n]}"
+            )
 
     ref_order = [role for role in roles.values() if role is not None]
     assigned: list[tuple[Layer, tuple[str, ...]]] = []
@@ -311,7 +400,8 @@ def _plan_by_role(ref_state: dict[str, torch.Tensor], have: dict[str, tuple[int,
             if g in claimed:
                 raise AssertionError(
                     f"{case}: both `{claimed[g].name}` and `{layer.name}` look like the {ROLE_WORDS[g]} "
-                    f"projection; keep one layer per role ({_expected(ref_layers)})")
+                    f"projection; keep one layer per role ({_expected(ref_layers)})"
+                )
             claimed[g] = layer
         assigned.append((layer, group))
     open_roles = [r for r in ref_order if r not in claimed]
@@ -336,14 +426,22 @@ def _plan_by_role(ref_state: dict[str, torch.Tensor], have: dict[str, tuple[int,
                 f"{case}: your `{layer.name}` looks like the {_role_text(group)} projection but is "
                 f"Linear({layer.in_features} -> {layer.out_features}); expected "
                 f"Linear({refs[0].in_features} -> {want_out})"
-                + (f", i.e. {what} output features stacked" if len(refs) > 1 else
-                   f" like the reference's {refs[0].name}"))
+                + (
+                    f", i.e. {what} output features stacked"
+                    if len(refs) > 1
+                    else f" like the reference's {refs[0].name}"
+                )
+            )
         if refs[0].bias != layer.bias:
             raise AssertionError(
                 f"{case}: your `{layer.name}` ({_role_text(group)} projection) "
-                + ("has no bias, but the module was built with bias=True (the default)"
-                   if refs[0].bias else "has a bias, but the module was built with bias=False")
-                + ": pass bias=bias to nn.Linear")
+                + (
+                    "has no bias, but the module was built with bias=True (the default)"
+                    if refs[0].bias
+                    else "has a bias, but the module was built with bias=False"
+                )
+                + ": pass bias=bias to nn.Linear"
+            )
         options = _layouts(group, refs, ref_state, layer, getattr(reference, "head_dim", None))
         state.update(options[STACKED])
         if len(options) > 1:
@@ -357,8 +455,13 @@ def _plan_by_role(ref_state: dict[str, torch.Tensor], have: dict[str, tuple[int,
     return state, mapping
 
 
-def _layouts(group: tuple[str, ...], refs: list[Layer], ref_state: dict[str, torch.Tensor], layer: Layer,
-             head_dim: int | None) -> dict[str, dict[str, torch.Tensor]]:
+def _layouts(
+    group: tuple[str, ...],
+    refs: list[Layer],
+    ref_state: dict[str, torch.Tensor],
+    layer: Layer,
+    head_dim: int | None,
+) -> dict[str, dict[str, torch.Tensor]]:
     """{layout: the state of `layer`} for every distinct way its rows may be laid out."""
     params = ["weight", "bias"] if layer.bias else ["weight"]
     parts = {p: [ref_state[f"{r.name}.{p}"] for r in refs] for p in params}
@@ -371,7 +474,9 @@ def _layouts(group: tuple[str, ...], refs: list[Layer], ref_state: dict[str, tor
             names.append(PER_GROUP)
     out: dict[str, dict[str, torch.Tensor]] = {}
     for name in names:
-        out[name] = {f"{layer.name}.{p}": _fused_rows(parts[p], name, head_dim or 1) for p in params}
+        out[name] = {
+            f"{layer.name}.{p}": _fused_rows(parts[p], name, head_dim or 1) for p in params
+        }
     return out
 
 
@@ -384,12 +489,15 @@ def _fused_rows(parts: list[torch.Tensor], layout: str, d: int) -> torch.Tensor:
         return torch.stack([t.reshape(-1, d, *tail) for t in parts], dim=1).reshape(-1, *tail)
     q, k, v = parts  # PER_GROUP: (Hkv, g * d + d + d, ...)
     groups = k.shape[0] // d
-    return torch.cat([q.reshape(groups, -1, *tail), k.reshape(groups, d, *tail), v.reshape(groups, d, *tail)],
-                     dim=1).reshape(-1, *tail)
+    return torch.cat(
+        [q.reshape(groups, -1, *tail), k.reshape(groups, d, *tail), v.reshape(groups, d, *tail)],
+        dim=1,
+    ).reshape(-1, *tail)
 
 
-def _match_by_order(open_roles: list[str], rest: list[Layer],
-                    by_role: dict[str, Layer]) -> list[tuple[Layer, tuple[str, ...]]] | None:
+def _match_by_order(
+    open_roles: list[str], rest: list[Layer], by_role: dict[str, Layer]
+) -> list[tuple[Layer, tuple[str, ...]]] | None:
     """Split `open_roles` (in reference order) into consecutive single or fused groups, one
     per remaining candidate layer (in definition order), so that every shape fits."""
     fusions = {group for group in FUSED.values()}
@@ -408,9 +516,11 @@ def _match_by_order(open_roles: list[str], rest: list[Layer],
     for layout in layouts(open_roles):
         if len(layout) != len(rest):
             continue
-        if all((layer.in_features, layer.out_features)
-               == (by_role[g[0]].in_features, sum(by_role[r].out_features for r in g))
-               for layer, g in zip(rest, layout, strict=True)):
+        if all(
+            (layer.in_features, layer.out_features)
+            == (by_role[g[0]].in_features, sum(by_role[r].out_features for r in g))
+            for layer, g in zip(rest, layout, strict=True)
+        ):
             fits.append(list(zip(rest, layout, strict=True)))
     return fits[0] if len(fits) == 1 else None
 
@@ -423,28 +533,47 @@ def _expected(ref_layers: list[Layer]) -> str:
     return ", ".join(r.render() for r in ref_layers)
 
 
-def _undecided(case: str, ref_layers: list[Layer], layers: list[Layer], have: dict[str, tuple[int, ...]],
-               claimed: dict[str, Layer], open_roles: list[str]) -> str:
+def _undecided(
+    case: str,
+    ref_layers: list[Layer],
+    layers: list[Layer],
+    have: dict[str, tuple[int, ...]],
+    claimed: dict[str, Layer],
+    open_roles: list[str],
+) -> str:
     by_role = {role_of(r.name): r for r in ref_layers}
     fused = []
     if all(r in by_role for r in ("q", "k", "v")):
         q, k, v = by_role["q"], by_role["k"], by_role["v"]
-        fused.append(f"one fused Linear({q.in_features} -> {q.out_features + k.out_features + v.out_features}) "
-                     "named c_attn/qkv/in_proj holding q, k, v in that order")
+        fused.append(
+            f"one fused Linear({q.in_features} -> {q.out_features + k.out_features + v.out_features}) "
+            "named c_attn/qkv/in_proj holding q, k, v in that order"
+        )
         if k.out_features != q.out_features:
-            fused.append(f"a fused Linear({k.in_features} -> {k.out_features + v.out_features}) named kv "
-                         "holding k then v")
+            fused.append(
+                f"a fused Linear({k.in_features} -> {k.out_features + v.out_features}) named kv "
+                "holding k then v"
+            )
     found = [layer.render() for layer in layers]
-    loose = [f"{n} {s}" for n, s in have.items()
-             if not any(n.startswith(layer.name + ".") for layer in layers)]
-    recognised = "; recognised by name: " + ", ".join(
-        f"{layer.name} as {ROLE_WORDS[r]}" for r, layer in claimed.items()) if claimed else ""
+    loose = [
+        f"{n} {s}"
+        for n, s in have.items()
+        if not any(n.startswith(layer.name + ".") for layer in layers)
+    ]
+    recognised = (
+        "; recognised by name: "
+        + ", ".join(f"{layer.name} as {ROLE_WORDS[r]}" for r, layer in claimed.items())
+        if claimed
+        else ""
+    )
     if claimed and all(layer in claimed.values() for layer in layers):
         # Every layer was recognised and none is left for these roles: they were never built.
         missing = [by_role[r] for r in open_roles]
-        return (f"{case}: your module has no layer for the {', '.join(ROLE_WORDS[r] for r in open_roles)} "
-                f"projection: expected {', '.join(r.render() for r in missing)}. Found: {', '.join(found)}"
-                + (f"; other parameters: {', '.join(loose)}" if loose else ""))
+        return (
+            f"{case}: your module has no layer for the {', '.join(ROLE_WORDS[r] for r in open_roles)} "
+            f"projection: expected {', '.join(r.render() for r in missing)}. Found: {', '.join(found)}"
+            + (f"; other parameters: {', '.join(loose)}" if loose else "")
+        )
     return (
         f"{case}: cannot tell which of your layers hold the {', '.join(ROLE_WORDS[r] for r in open_roles)} "
         f"weights. Expected nn.Linear layers named as in the statement: {_expected(ref_layers)}"
@@ -453,11 +582,12 @@ def _undecided(case: str, ref_layers: list[Layer], layers: list[Layer], have: di
         + (f"; other parameters: {', '.join(loose)}" if loose else "")
         + recognised
         + ". Rename your layers to the names above (projections stored as bare nn.Parameter "
-          "matrices cannot be matched: use nn.Linear)."
+        "matrices cannot be matched: use nn.Linear)."
     )
 
 
 # -- grading helpers for module katas ------------------------------------------------------
+
 
 def seeded_(module: torch.nn.Module, seed: int, gain: float = 1.0) -> torch.nn.Module:
     """Re-initialise every parameter of `module` from `seed`, in float64, and return it.
@@ -479,27 +609,47 @@ def seeded_(module: torch.nn.Module, seed: int, gain: float = 1.0) -> torch.nn.M
     return module.eval()
 
 
-def build_module(solution: Candidate, cls: str, reference: torch.nn.Module, args: tuple = (),
-                 kwargs: dict[str, Any] | None = None, *, dtype: torch.dtype = torch.float32,
-                 case: str) -> tuple[RemoteModule, WeightMapping]:
+def build_module(
+    solution: Candidate,
+    cls: str,
+    reference: torch.nn.Module,
+    args: tuple = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    dtype: torch.dtype = torch.float32,
+    case: str,
+) -> tuple[RemoteModule, WeightMapping]:
     """Construct the candidate's `cls(*args, **kwargs)` in its child, cast it to `dtype` and
     load `reference`'s weights into it."""
-    module, mapping, _ = build_beside(solution, cls, lambda: reference, args, kwargs, dtype=dtype, case=case)
+    module, mapping, _ = build_beside(
+        solution, cls, lambda: reference, args, kwargs, dtype=dtype, case=case
+    )
     return module, mapping
 
 
-def build_beside(solution: Candidate, cls: str, make_reference: Callable[[], torch.nn.Module], args: tuple = (),
-                 kwargs: dict[str, Any] | None = None, *, dtype: torch.dtype = torch.float32,
-                 case: str) -> tuple[RemoteModule, WeightMapping, torch.nn.Module]:
+def build_beside(
+    solution: Candidate,
+    cls: str,
+    make_reference: Callable[[], torch.nn.Module],
+    args: tuple = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    dtype: torch.dtype = torch.float32,
+    case: str,
+) -> tuple[RemoteModule, WeightMapping, torch.nn.Module]:
     """build_module, with the reference made by `make_reference()` while the candidate's child
     constructs its module (on the other core); returns the reference too."""
-    with solution.new_later(cls, args, kwargs, dtype=dtype if dtype != torch.float32 else None) as building:
+    with solution.new_later(
+        cls, args, kwargs, dtype=dtype if dtype != torch.float32 else None
+    ) as building:
         reference = make_reference()
     module = building.result()
     return module, load_reference_weights(module, reference, case=case, dtype=dtype), reference
 
 
-_CASTS: weakref.WeakKeyDictionary[torch.nn.Module, dict[tuple, torch.nn.Module]] = weakref.WeakKeyDictionary()
+_CASTS: weakref.WeakKeyDictionary[torch.nn.Module, dict[tuple, torch.nn.Module]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def as_dtype(reference: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
@@ -519,9 +669,16 @@ def as_dtype(reference: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
     return casts[key]
 
 
-def check_module_call(module: RemoteModule, mapping: WeightMapping, reference: torch.nn.Module,
-                      args: tuple, kwargs: dict[str, Any] | None = None, *, dtype: torch.dtype,
-                      case: str) -> Outcome:
+def check_module_call(
+    module: RemoteModule,
+    mapping: WeightMapping,
+    reference: torch.nn.Module,
+    args: tuple,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    dtype: torch.dtype,
+    case: str,
+) -> Outcome:
     """Call the candidate's module and compare with the float64 reference on the same inputs.
 
     Floating-point inputs are cast to `dtype`; for float32 the float32 error budget comes from
@@ -545,37 +702,61 @@ def check_module_call(module: RemoteModule, mapping: WeightMapping, reference: t
     return outcome
 
 
-def reference_outputs(reference: torch.nn.Module, args: tuple, kwargs: dict[str, Any] | None = None, *,
-                      dtype: torch.dtype) -> tuple[Any, Any]:
+def reference_outputs(
+    reference: torch.nn.Module,
+    args: tuple,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    dtype: torch.dtype,
+) -> tuple[Any, Any]:
     """(the float64 truth, the reference run in `dtype` as the error budget, or None for
     float64) on `args` (floating-point ones cast)."""
     kwargs = kwargs or {}
     with torch.no_grad():
         expected = as_dtype(reference, torch.float64)(
-            *(cast(x, torch.float64) for x in args), **{k: cast(v, torch.float64) for k, v in kwargs.items()})
-        baseline = (as_dtype(reference, dtype)(*(cast(x, dtype) for x in args),
-                                               **{k: cast(v, dtype) for k, v in kwargs.items()})
-                    if dtype != torch.float64 else None)
+            *(cast(x, torch.float64) for x in args),
+            **{k: cast(v, torch.float64) for k, v in kwargs.items()},
+        )
+        baseline = (
+            as_dtype(reference, dtype)(
+                *(cast(x, dtype) for x in args), **{k: cast(v, dtype) for k, v in kwargs.items()}
+            )
+            if dtype != torch.float64
+            else None
+        )
     return expected, baseline
 
 
-def check_module_grads(module: RemoteModule, mapping: WeightMapping, reference: torch.nn.Module,
-                       args: tuple, kwargs: dict[str, Any] | None = None, *, wrt: tuple[int, ...],
-                       grad_output: torch.Tensor, case: str, names: tuple[str, ...] = ("x",)) -> Outcome:
+def check_module_grads(
+    module: RemoteModule,
+    mapping: WeightMapping,
+    reference: torch.nn.Module,
+    args: tuple,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    wrt: tuple[int, ...],
+    grad_output: torch.Tensor,
+    case: str,
+    names: tuple[str, ...] = ("x",),
+) -> Outcome:
     """Backpropagate `grad_output` through the candidate's module and the reference (both in
     float64); compare the gradients w.r.t. the inputs at positions `wrt`."""
     kwargs = kwargs or {}
     with module.submit(args, kwargs, grad_wrt=wrt, grad_output=grad_output) as pending:
         ref = as_dtype(reference, torch.float64)
-        leaves = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
-                  for i, a in enumerate(args)]
+        leaves = [
+            a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
+            for i, a in enumerate(args)
+        ]
         backward(ref(*leaves, **kwargs), grad_output)
     outcome = pending.result()
     case = case + mapping.note()
     for pos, got in zip(wrt, outcome.grads, strict=True):
         label = names[pos] if pos < len(names) else f"argument {pos}"
         if got is None:
-            raise AssertionError(f"{case}: no gradient reached {label}: the output does not depend on it "
-                                 "through differentiable ops (detach, .data or in-place writes?)")
+            raise AssertionError(
+                f"{case}: no gradient reached {label}: the output does not depend on it "
+                "through differentiable ops (detach, .data or in-place writes?)"
+            )
         assert_close(got, leaves[pos].grad, case=case, what=f"gradient w.r.t. {label}")
     return outcome

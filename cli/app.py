@@ -24,10 +24,15 @@ EXIT_INTERRUPTED = 130
 # Recent typer vendors its own click (typer._click); older typer uses click itself.
 _click = getattr(typer.core, "_click", None) or typer.core.click
 _PASS_THROUGH = tuple(
-    cls for cls in (typer.Exit, typer.Abort, KeyboardInterrupt,
-                    getattr(_click.exceptions, "ClickException", None),
-                    getattr(_click.exceptions, "Exit", None),
-                    getattr(_click.exceptions, "Abort", None))
+    cls
+    for cls in (
+        typer.Exit,
+        typer.Abort,
+        KeyboardInterrupt,
+        getattr(_click.exceptions, "ClickException", None),
+        getattr(_click.exceptions, "Exit", None),
+        getattr(_click.exceptions, "Abort", None),
+    )
     if cls is not None
 )
 
@@ -36,10 +41,21 @@ _PASS_THROUGH = tuple(
 # only when that command runs: `kata list` must not pay for the mock interview's or the
 # instructor's modules (P4: start-up within 1.5x of importing typer and rich).
 COMMAND_MODULES = {
-    "list": "practice", "show": "practice", "start": "practice", "check": "practice", "watch": "practice",
-    "hint": "practice", "solution": "practice", "history": "practice", "stats": "practice",
-    "next": "practice", "demo": "practice", "mistakes": "mistakes", "explain": "mistakes",
-    "mock": "mock", "set": "sets",
+    "list": "practice",
+    "show": "practice",
+    "start": "practice",
+    "check": "practice",
+    "watch": "practice",
+    "hint": "practice",
+    "solution": "practice",
+    "history": "practice",
+    "stats": "practice",
+    "next": "practice",
+    "demo": "practice",
+    "mistakes": "mistakes",
+    "explain": "mistakes",
+    "mock": "mock",
+    "set": "sets",
 }
 
 
@@ -48,16 +64,22 @@ class KataGroup(TyperGroup):
     loads each command's module on first use."""
 
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(COMMAND_MODULES) + [n for n in super().list_commands(ctx) if n not in COMMAND_MODULES]
+        return list(COMMAND_MODULES) + [
+            n for n in super().list_commands(ctx) if n not in COMMAND_MODULES
+        ]
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
             module = importlib.import_module(f"attnkata.cli.commands.{COMMAND_MODULES[cmd_name]}")
-            holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False)
+            holder = typer.Typer(
+                rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False
+            )
             module.register(holder)
             # Convert only the command asked for: typer builds every parameter of every command
             # it converts, and `kata list` needs one.
-            holder.registered_commands = [c for c in holder.registered_commands if _name(c) == cmd_name]
+            holder.registered_commands = [
+                c for c in holder.registered_commands if _name(c) == cmd_name
+            ]
             for name, command in typer.main.get_group(holder).commands.items():
                 self.commands.setdefault(name, command)
         return super().get_command(ctx, cmd_name)
@@ -76,8 +98,12 @@ class KataGroup(TyperGroup):
         except _PASS_THROUGH:
             raise
         except Exception as exc:  # noqa: BLE001 - a bug in attnkata, not the user's fault
-            _report(ctx, f"internal error: {type(exc).__name__}: {exc}",
-                    "run again with --debug for the traceback, and please report it", exc)
+            _report(
+                ctx,
+                f"internal error: {type(exc).__name__}: {exc}",
+                "run again with --debug for the traceback, and please report it",
+                exc,
+            )
             raise typer.Exit(EXIT_BROKEN) from None
 
 
@@ -114,8 +140,12 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = {"debug": debug}
 

@@ -26,7 +26,9 @@ def statement_class() -> type:
 
     class FoldingTable(TableElement):
         def __rich_console__(self, console: Console, options: Any) -> Any:
-            rows = ([self.header.row] if self.header and self.header.row else []) + (self.body.rows if self.body else [])
+            rows = ([self.header.row] if self.header and self.header.row else []) + (
+                self.body.rows if self.body else []
+            )
             for row in rows:
                 for cell in row.cells:
                     cell.content.overflow = "fold"

@@ -70,8 +70,14 @@ class KataMagics(Magics):
         words, opts = _options(shlex.split(line))
         if len(words) != 1:
             raise KataError("usage: %%kata KATA [--lang en|zh] [--timeout SECONDS] [--record]")
-        result = api.check(words[0], source=cell, lang=opts.get("lang"), timeout=opts.get("timeout"),
-                           record=opts.get("record", False), mode="notebook")
+        result = api.check(
+            words[0],
+            source=cell,
+            lang=opts.get("lang"),
+            timeout=opts.get("timeout"),
+            record=opts.get("record", False),
+            mode="notebook",
+        )
         if _in_notebook(self.shell):
             display(result)
         else:
@@ -89,7 +95,9 @@ class KataMagics(Magics):
     def _command(self, line: str) -> None:
         words, opts = _options(shlex.split(line))
         if not words or words[0] not in _LINE_COMMANDS:
-            raise KataError(f"usage: %kata {{{'|'.join(_LINE_COMMANDS)}}} [KATA]  (grade a cell with %%kata KATA)")
+            raise KataError(
+                f"usage: %kata {{{'|'.join(_LINE_COMMANDS)}}} [KATA]  (grade a cell with %%kata KATA)"
+            )
         if words[0] == "start":
             from attnkata.checker import catalog
             from attnkata.checker.store import History
@@ -132,7 +140,9 @@ def register_html(shell: Any | None = None) -> None:
     from attnkata.checker.html import result_html
     from attnkata.checker.models import Result
 
-    shell.display_formatter.formatters["text/html"].for_type(Result, lambda r: result_html(r, r.graded_source))
+    shell.display_formatter.formatters["text/html"].for_type(
+        Result, lambda r: result_html(r, r.graded_source)
+    )
 
 
 def load(ipython: Any) -> None:

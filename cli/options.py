@@ -11,15 +11,20 @@ from attnkata.cli.console import default_lang
 
 LangOption = Annotated[
     str | None,
-    typer.Option("--lang", help="Language of statements, hints and messages: en or zh (env KATA_LANG).",
-                 show_default=False),
+    typer.Option(
+        "--lang",
+        help="Language of statements, hints and messages: en or zh (env KATA_LANG).",
+        show_default=False,
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print only a JSON document on stdout.")]
 RecordOption = Annotated[
     bool | None,
-    typer.Option("--record/--no-record",
-                 help="Count this check in your history (default: only your workspace file, the one `kata start` made).",
-                 show_default=False),
+    typer.Option(
+        "--record/--no-record",
+        help="Count this check in your history (default: only your workspace file, the one `kata start` made).",
+        show_default=False,
+    ),
 ]
 
 

@@ -24,16 +24,22 @@ class _Line:
         current = msg("progress.diagnosis", o.lang) if o.current == "diagnosis" else o.current
         text = Text(f"{msg('progress.checking', o.lang)} {current}  ")
         text.append(f"{time.monotonic() - o.t0:.1f}s", style="bold")
-        text.append("  (" + msg("progress.limit", o.lang, call=o.call, total=o.total) + ")", style="dim")
+        text.append(
+            "  (" + msg("progress.limit", o.lang, call=o.call, total=o.total) + ")", style="dim"
+        )
         return text
 
 
 class CheckProgress:
-    def __init__(self, console: Console, call_timeout: float, total_timeout: float, lang: str = "en") -> None:
+    def __init__(
+        self, console: Console, call_timeout: float, total_timeout: float, lang: str = "en"
+    ) -> None:
         self.call, self.total, self.lang = call_timeout, total_timeout, lang
         self.current = "…"
         self.t0 = time.monotonic()
-        self._live = Live(Spinner("dots", text=_Line(self)), console=console, refresh_per_second=8, transient=True)
+        self._live = Live(
+            Spinner("dots", text=_Line(self)), console=console, refresh_per_second=8, transient=True
+        )
 
     def update(self, test: str) -> None:
         self.current = test

@@ -29,8 +29,12 @@ def isolation_line(result: Result) -> Text | None:
         text += f" — {iso['note']}"
     lim = result.limits or {}
     if lim.get("call_timeout"):
-        text += "\n" + msg("render.limit_words", result.lang, call=lim["call_timeout"],
-                            total=lim.get("total_timeout", 0))
+        text += "\n" + msg(
+            "render.limit_words",
+            result.lang,
+            call=lim["call_timeout"],
+            total=lim.get("total_timeout", 0),
+        )
     return Text(text, style="dim")
 
 
@@ -70,20 +74,14 @@ def test_table(result: Result) -> Table:
                 first_with[t.message] = t.id
                 line.append("\n" + t.message, style="default")
             else:
-                line.append(
-                    "  " + msg("render.same_as", result.lang, test=first), style="dim"
-                )
+                line.append("  " + msg("render.same_as", result.lang, test=first), style="dim")
         table.add_row(Text(STATUS_MARK.get(t.status, "?"), style=style), t.tier, line)
     return table
-
-
 
 
 def ordered(diags: list[Diagnostic]) -> list[Diagnostic]:
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(diags, key=lambda d: rank.get(d.severity, 9))
-
-
 
 
 def _grid_text(grid: list[list[int | None]], other: list[list[int | None]] | None) -> Text:
@@ -108,7 +106,9 @@ def mask_grids(data: dict, lang: str) -> Group:
     """The expected and the candidate's effective mask side by side; cells that differ in red."""
     expected, got = data["mask_expected"], data.get("mask_got")
     caption = (
-        localized(data["grid_caption"], lang) if data.get("grid_caption") else msg("grid.caption", lang)
+        localized(data["grid_caption"], lang)
+        if data.get("grid_caption")
+        else msg("grid.caption", lang)
     )
     table = Table(box=None, show_edge=False, padding=(0, 3, 0, 0))
     table.add_column(msg("grid.expected", lang), no_wrap=True)

@@ -26,8 +26,14 @@ class FileWatcher:
     def _run(self) -> None:
         from watchfiles import watch
 
-        for changes in watch(self.path.parent, debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=self._stop,
-                             raise_interrupt=False, yield_on_timeout=False):
+        for changes in watch(
+            self.path.parent,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            stop_event=self._stop,
+            raise_interrupt=False,
+            yield_on_timeout=False,
+        ):
             if any(Path(p).resolve() == self.path for _, p in changes) and self.path.is_file():
                 self.changed.set()
 

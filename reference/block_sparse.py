@@ -11,8 +11,13 @@ import math
 import torch
 
 
-def block_layout(nb: int, window: int, n_global: int, random_blocks: torch.Tensor | None,
-                 device: torch.device | str | None = None) -> torch.Tensor:
+def block_layout(
+    nb: int,
+    window: int,
+    n_global: int,
+    random_blocks: torch.Tensor | None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
     """(nb, nb) bool: query block i may attend key block j."""
     # BEGIN SOLUTION
     i = torch.arange(nb, device=device).unsqueeze(1)  # (nb, 1) query blocks
@@ -27,9 +32,14 @@ def block_layout(nb: int, window: int, n_global: int, random_blocks: torch.Tenso
     # END SOLUTION
 
 
-def block_sparse_mask(L: int, block: int, window: int, n_global: int,
-                      random_blocks: torch.Tensor | None = None,
-                      device: torch.device | str | None = None) -> torch.Tensor:
+def block_sparse_mask(
+    L: int,
+    block: int,
+    window: int,
+    n_global: int,
+    random_blocks: torch.Tensor | None = None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
     """The token-level (L, L) "may attend" mask of the block layout.
 
     Query block i may attend key block j iff |i - j| <= window, or i < n_global, or
@@ -54,9 +64,16 @@ def block_sparse_mask(L: int, block: int, window: int, n_global: int,
     # END SOLUTION
 
 
-def block_sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int, window: int,
-                           n_global: int, random_blocks: torch.Tensor | None = None,
-                           scale: float | None = None) -> torch.Tensor:
+def block_sparse_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block: int,
+    window: int,
+    n_global: int,
+    random_blocks: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
     """Dense attention under `block_sparse_mask`, computed block by block.
 
     Args:
@@ -79,9 +96,11 @@ def block_sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bl
     outs = []
     for i in range(nb):
         # Token indices of the allowed key blocks; the short last block is clipped to L.
-        keys = (layout[i].nonzero().squeeze(1).unsqueeze(1) * block + offsets).flatten()  # (n * block,)
+        keys = (
+            layout[i].nonzero().squeeze(1).unsqueeze(1) * block + offsets
+        ).flatten()  # (n * block,)
         keys = keys[keys < L]
-        q_i = q[..., i * block:(i + 1) * block, :]  # (B, H, bq, d), bq <= block
+        q_i = q[..., i * block : (i + 1) * block, :]  # (B, H, bq, d), bq <= block
         scores = (q_i @ k[..., keys, :].transpose(-2, -1)) * scale  # (B, H, bq, n_keys)
         # Every query block sees at least its own block, so no row is empty.
         weights = torch.softmax(scores, dim=-1)

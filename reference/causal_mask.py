@@ -8,7 +8,9 @@ from __future__ import annotations
 import torch
 
 
-def causal_mask(L: int, S: int | None = None, device: torch.device | str | None = None) -> torch.Tensor:
+def causal_mask(
+    L: int, S: int | None = None, device: torch.device | str | None = None
+) -> torch.Tensor:
     """Bottom-right aligned causal mask.
 
     Query i sits at absolute position p = S - L + i and may attend key j iff j <= p.

@@ -51,8 +51,12 @@ def flash_attention(
     for i0 in range(0, L, block_q):
         i1 = min(i0 + block_q, L)
         qi = q[:, :, i0:i1] * scale  # (B, H, bq, d): scaling q once costs bq*d, not bq*bk
-        m = torch.full((B, H, i1 - i0, 1), float("-inf"), dtype=q.dtype, device=q.device)  # running max
-        l_sum = torch.zeros(B, H, i1 - i0, 1, dtype=q.dtype, device=q.device)  # running sum of exp(s - m)
+        m = torch.full(
+            (B, H, i1 - i0, 1), float("-inf"), dtype=q.dtype, device=q.device
+        )  # running max
+        l_sum = torch.zeros(
+            B, H, i1 - i0, 1, dtype=q.dtype, device=q.device
+        )  # running sum of exp(s - m)
         acc = torch.zeros(B, H, i1 - i0, dv, dtype=q.dtype, device=q.device)  # unnormalised output
         # Causal: the last query of this tile sees keys up to offset + i1 - 1; later tiles are empty.
         s_end = min(S, max(0, offset + i1)) if is_causal else S
@@ -79,8 +83,11 @@ def flash_attention(
             m = m_new
         has_key = l_sum > 0
         outs.append(acc / torch.where(has_key, l_sum, torch.ones_like(l_sum)))
-        lse = torch.where(has_key, m + torch.log(torch.where(has_key, l_sum, torch.ones_like(l_sum))),
-                          torch.full_like(m, float("-inf")))
+        lse = torch.where(
+            has_key,
+            m + torch.log(torch.where(has_key, l_sum, torch.ones_like(l_sum))),
+            torch.full_like(m, float("-inf")),
+        )
         lses.append(lse.squeeze(-1))
     return torch.cat(outs, dim=2), torch.cat(lses, dim=2)
     # END SOLUTION

@@ -36,8 +36,14 @@ class CachedAttention(nn.Module):
     o_proj: Linear(H*d, D); d = D // H.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, rope_theta: float = 10000.0,
-                 bias: bool = False) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int,
+        rope_theta: float = 10000.0,
+        bias: bool = False,
+    ) -> None:
         super().__init__()
         # BEGIN SOLUTION
         if d_model % n_heads or n_heads % n_kv_heads:
@@ -53,8 +59,9 @@ class CachedAttention(nn.Module):
         self.o_proj = nn.Linear(n_heads * self.head_dim, d_model, bias=bias)
         # END SOLUTION
 
-    def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(
+        self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Attend the new tokens x to the cached ones and to themselves.
 
         Args:
@@ -78,7 +85,9 @@ class CachedAttention(nn.Module):
         k = self.k_proj(x).view(B, L, Hkv, d).transpose(1, 2)  # (B, Hkv, L, d)
         v = self.v_proj(x).view(B, L, Hkv, d).transpose(1, 2)  # (B, Hkv, L, d)
         q = rotate(q, positions, self.rope_theta)
-        k = rotate(k, positions, self.rope_theta)  # rotated once, here; cached keys stay as they are
+        k = rotate(
+            k, positions, self.rope_theta
+        )  # rotated once, here; cached keys stay as they are
         if cache is not None:
             k = torch.cat([cache[0], k], dim=2)  # (B, Hkv, P + L, d)
             v = torch.cat([cache[1], v], dim=2)

@@ -11,8 +11,9 @@ import torch
 import torch.nn.functional as F
 
 
-def longformer_mask(L: int, window: int, global_idx: torch.Tensor,
-                    device: torch.device | str | None = None) -> torch.Tensor:
+def longformer_mask(
+    L: int, window: int, global_idx: torch.Tensor, device: torch.device | str | None = None
+) -> torch.Tensor:
     """The (L, L) "may attend" mask: query i may attend key j iff |i - j| <= window, or i is
     a global position, or j is a global position.
 
@@ -35,9 +36,15 @@ def longformer_mask(L: int, window: int, global_idx: torch.Tensor,
     # END SOLUTION
 
 
-def longformer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int,
-                         global_idx: torch.Tensor, key_padding: torch.Tensor | None = None,
-                         scale: float | None = None) -> torch.Tensor:
+def longformer_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    window: int,
+    global_idx: torch.Tensor,
+    key_padding: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
     """Dense attention under `longformer_mask` (and key padding), computed as a band.
 
     Args:
@@ -60,8 +67,11 @@ def longformer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, wind
     w = min(window, L - 1)  # a wider window reaches no more keys
     W = 2 * w + 1  # band slots per query
     gidx = global_idx.to(device=q.device, dtype=torch.long)  # (G,)
-    real = (torch.ones(B, L, dtype=torch.bool, device=q.device) if key_padding is None
-            else key_padding.to(q.device))  # (B, L)
+    real = (
+        torch.ones(B, L, dtype=torch.bool, device=q.device)
+        if key_padding is None
+        else key_padding.to(q.device)
+    )  # (B, L)
     pos = torch.arange(L, device=q.device)
 
     # Band: pad the key axis by w on both sides; unfold is a strided view (no copy).
@@ -82,7 +92,9 @@ def longformer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, wind
     glob = glob.masked_fill(~glob_ok.unsqueeze(1), float("-inf"))
 
     weights = _safe_softmax(torch.cat([band, glob], dim=-1))  # (B, H, L, W + G)
-    out = (v_win @ weights[..., :W].unsqueeze(-1)).squeeze(-1) + weights[..., W:] @ v_g  # (B, H, L, dv)
+    out = (v_win @ weights[..., :W].unsqueeze(-1)).squeeze(-1) + weights[
+        ..., W:
+    ] @ v_g  # (B, H, L, dv)
 
     # Global queries see every real key: G full rows, recomputed densely.
     scores_g = (q[..., gidx, :] @ k.transpose(-2, -1)) * scale  # (B, H, G, L)

@@ -15,14 +15,17 @@ from torch import nn
 # BEGIN SOLUTION
 
 
-def rope_cos_sin(L: int, dim: int, theta: float, dtype: torch.dtype,
-                 device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_cos_sin(
+    L: int, dim: int, theta: float, dtype: torch.dtype, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin tables of shape (L, dim) for positions 0..L-1, rotate_half layout.
 
     inv_freq[i] = theta^(-2i/dim) for i < dim/2; both halves of the last dim repeat it,
     so feature i pairs with feature i + dim/2. Built in float64, returned in `dtype`.
     """
-    inv_freq = theta ** (-torch.arange(0, dim, 2, dtype=torch.float64, device=device) / dim)  # (dim/2,)
+    inv_freq = theta ** (
+        -torch.arange(0, dim, 2, dtype=torch.float64, device=device) / dim
+    )  # (dim/2,)
     angles = torch.arange(L, dtype=torch.float64, device=device)[:, None] * inv_freq  # (L, dim/2)
     angles = torch.cat([angles, angles], dim=-1)  # (L, dim)
     return angles.cos().to(dtype), angles.sin().to(dtype)
@@ -89,12 +92,15 @@ class MultiHeadLatentAttention(nn.Module):
             self.q_b_proj = nn.Linear(q_lora_rank, n_heads * qk_head_dim, bias=False)
         self.kv_a_proj = nn.Linear(d_model, kv_lora_rank + qk_rope_head_dim, bias=False)
         self.kv_a_norm = nn.RMSNorm(kv_lora_rank, eps=1e-6)
-        self.kv_b_proj = nn.Linear(kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False)
+        self.kv_b_proj = nn.Linear(
+            kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False
+        )
         self.o_proj = nn.Linear(n_heads * v_head_dim, d_model, bias=False)
         # END SOLUTION
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None,
-                is_causal: bool = False) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, is_causal: bool = False
+    ) -> torch.Tensor:
         """Self-attention over x.
 
         Args:
@@ -120,7 +126,9 @@ class MultiHeadLatentAttention(nn.Module):
         q_nope, q_rope = q.split([nope, rope], dim=-1)  # (B, H, L, nope), (B, H, L, rope)
 
         # What a KV cache keeps per token: c_kv (kv_lora_rank) and k_rope (rope).
-        c_kv, k_rope = self.kv_a_proj(x).split([self.kv_lora_rank, rope], dim=-1)  # (B, L, r), (B, L, rope)
+        c_kv, k_rope = self.kv_a_proj(x).split(
+            [self.kv_lora_rank, rope], dim=-1
+        )  # (B, L, r), (B, L, rope)
         kv = self.kv_b_proj(self.kv_a_norm(c_kv))  # (B, L, H*(nope+v))
         kv = kv.view(B, L, H, nope + dv).transpose(1, 2)  # (B, H, L, nope+v), per head
         k_nope, v = kv.split([nope, dv], dim=-1)  # (B, H, L, nope), (B, H, L, v)

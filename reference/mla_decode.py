@@ -18,7 +18,9 @@ from torch import nn
 def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
     """rotate_half RoPE of x (..., L, dim) at the given (L,) positions, as in the mla kata."""
     dim = x.shape[-1]
-    inv_freq = theta ** (-torch.arange(0, dim, 2, dtype=torch.float64, device=x.device) / dim)  # (dim/2,)
+    inv_freq = theta ** (
+        -torch.arange(0, dim, 2, dtype=torch.float64, device=x.device) / dim
+    )  # (dim/2,)
     angles = positions.to(torch.float64)[:, None] * inv_freq  # (L, dim/2)
     angles = torch.cat([angles, angles], dim=-1)  # (L, dim)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
@@ -71,11 +73,15 @@ class LatentDecoder(nn.Module):
             self.q_b_proj = nn.Linear(q_lora_rank, n_heads * qk_head_dim, bias=False)
         self.kv_a_proj = nn.Linear(d_model, kv_lora_rank + qk_rope_head_dim, bias=False)
         self.kv_a_norm = nn.RMSNorm(kv_lora_rank, eps=1e-6)
-        self.kv_b_proj = nn.Linear(kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False)
+        self.kv_b_proj = nn.Linear(
+            kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False
+        )
         self.o_proj = nn.Linear(n_heads * v_head_dim, d_model, bias=False)
         # END SOLUTION
 
-    def forward(self, x: torch.Tensor, cache: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, cache: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attend the new tokens x, causally, to the cached tokens and to themselves.
 
         Args:
@@ -91,7 +97,13 @@ class LatentDecoder(nn.Module):
         """
         # BEGIN SOLUTION
         B, L, _ = x.shape
-        H, nope, rope, dv, r = self.n_heads, self.nope_dim, self.rope_dim, self.v_dim, self.kv_lora_rank
+        H, nope, rope, dv, r = (
+            self.n_heads,
+            self.nope_dim,
+            self.rope_dim,
+            self.v_dim,
+            self.kv_lora_rank,
+        )
         P = 0 if cache is None else cache.shape[1]
         positions = torch.arange(P, P + L, device=x.device)  # (L,)
 
@@ -104,7 +116,9 @@ class LatentDecoder(nn.Module):
         q_rope = rotate(q_rope, positions, self.rope_theta)
 
         c_kv, k_rope = self.kv_a_proj(x).split([r, rope], dim=-1)  # (B, L, r), (B, L, rope)
-        entry = torch.cat([self.kv_a_norm(c_kv), rotate(k_rope, positions, self.rope_theta)], dim=-1)
+        entry = torch.cat(
+            [self.kv_a_norm(c_kv), rotate(k_rope, positions, self.rope_theta)], dim=-1
+        )
         new_cache = entry if cache is None else torch.cat([cache, entry], dim=1)  # (B, P+L, r+rope)
         c_all, k_rope_all = new_cache.split([r, rope], dim=-1)  # (B, S, r), (B, S, rope)
 

@@ -83,7 +83,9 @@ def _combine_masks(
     return causal if attn_mask is None else attn_mask & causal
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def _attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+) -> torch.Tensor:
     """softmax(q @ k^T / sqrt(d), masked) @ v over the last two dims.
 
     q: (..., L, d), k: (..., S, d), v: (..., S, dv), mask: bool broadcastable to (..., L, S);
@@ -100,4 +102,6 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tenso
     denom = weights.sum(dim=-1, keepdim=True)  # (..., L, 1)
     weights = weights / torch.where(denom > 0, denom, torch.ones_like(denom))
     return weights @ v  # (..., L, dv)
+
+
 # END SOLUTION

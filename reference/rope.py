@@ -8,8 +8,9 @@ from __future__ import annotations
 import torch
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0,
-               interleaved: bool = False) -> torch.Tensor:
+def apply_rope(
+    x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0, interleaved: bool = False
+) -> torch.Tensor:
     """Rotate each pair of features of x by an angle proportional to its token's position.
 
     inv_freq_i = theta^(-2i/d) for i = 0 .. d/2 - 1 and angle = position * inv_freq_i.
@@ -45,6 +46,6 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0,
         a, b = x[..., 0::2], x[..., 1::2]  # (B, H, L, d/2) each
         # stack + flatten puts each rotated pair back side by side: (a0', b0', a1', b1', ...)
         return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
-    a, b = x[..., : d // 2], x[..., d // 2:]  # (B, H, L, d/2) each
+    a, b = x[..., : d // 2], x[..., d // 2 :]  # (B, H, L, d/2) each
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
     # END SOLUTION

@@ -60,8 +60,8 @@ def sliding_window_attention(
         # unfold is a strided view (no copy): window u covers padded rows u .. u + W - 1,
         # and query i's window starts at padded row p - left + pad_front = first + i.
         first = max(0, S - L)
-        k_win = k_pad.unfold(2, W, 1)[:, :, first:first + L]  # (B, H, L, d, W)
-        v_win = v_pad.unfold(2, W, 1)[:, :, first:first + L]  # (B, H, L, dv, W)
+        k_win = k_pad.unfold(2, W, 1)[:, :, first : first + L]  # (B, H, L, d, W)
+        v_win = v_pad.unfold(2, W, 1)[:, :, first : first + L]  # (B, H, L, dv, W)
         key_pos = (query_pos - left).unsqueeze(1) + torch.arange(W, device=q.device)  # (L, W)
         scores = (q.unsqueeze(-2) @ k_win).squeeze(-2)  # (B, H, L, W)
 

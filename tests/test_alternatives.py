@@ -20,13 +20,18 @@ from attnkata.checker.runner import check
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "alt"
 KATAS = ("mha", "mqa", "gqa")
-ALTERNATIVES = [pytest.param(kata, path, id=f"{kata}/{path.stem}")
-                for kata in KATAS for path in sorted((FIXTURES / kata).glob("*.py"))]
+ALTERNATIVES = [
+    pytest.param(kata, path, id=f"{kata}/{path.stem}")
+    for kata in KATAS
+    for path in sorted((FIXTURES / kata).glob("*.py"))
+]
 
 
 @pytest.mark.parametrize("kata", KATAS)
 def test_every_kata_has_alternatives(kata: str):
-    assert len(list((FIXTURES / kata).glob("*.py"))) >= 3, f"{kata}: at least three alternative styles"
+    assert len(list((FIXTURES / kata).glob("*.py"))) >= 3, (
+        f"{kata}: at least three alternative styles"
+    )
 
 
 @pytest.mark.parametrize(("kata", "path"), ALTERNATIVES)
@@ -54,11 +59,14 @@ def test_unmappable_layers_get_an_actionable_message():
         assert "Rename your layers" in t.message, t.message
 
 
-@pytest.mark.parametrize(("kata", "test_id", "words"), [
-    ("mha", "padding_mask_fully_padded_row[float64]", "NaN"),
-    ("mqa", "forward[float64]", "k_proj.weight should have shape (6, 24), yours has (24, 24)"),
-    ("gqa", "forward[float64]", "the order of .repeat/.tile"),
-])
+@pytest.mark.parametrize(
+    ("kata", "test_id", "words"),
+    [
+        ("mha", "padding_mask_fully_padded_row[float64]", "NaN"),
+        ("mqa", "forward[float64]", "k_proj.weight should have shape (6, 24), yours has (24, 24)"),
+        ("gqa", "forward[float64]", "the order of .repeat/.tile"),
+    ],
+)
 def test_bundled_wrong_example_fails_with_its_mistake(kata: str, test_id: str, words: str):
     k = get_kata(kata)
     result = check(k, k.folder / "examples" / "wrong.py", diagnose=False)

@@ -75,14 +75,27 @@ def test_a_notebook_cell_counts_only_when_marked_record() -> None:
 
 # -- 4 and 6: a mock's time to pass in `kata stats`; its pending model answers -------------------
 def test_mock_first_pass_shows_in_stats_and_pending_answers_stay_out_of_the_folder(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
     from attnkata.checker.mock import followups
     from attnkata.checker.mock import session as sess
 
     t0 = time.time()
     monkeypatch.setenv(sess.NOW_ENV, str(t0))
-    info = json.loads(kata("mock", "start", "--katas", "sdpa", "--seed", "23", "--no-interactive", "--json",
-                           "--dir", str(tmp_path / "session")).stdout)
+    info = json.loads(
+        kata(
+            "mock",
+            "start",
+            "--katas",
+            "sdpa",
+            "--seed",
+            "23",
+            "--no-interactive",
+            "--json",
+            "--dir",
+            str(tmp_path / "session"),
+        ).stdout
+    )
     Path(info["problems"][0]["file"]).write_text(REFERENCE, encoding="utf-8")
     monkeypatch.setenv(sess.NOW_ENV, str(t0 + 53))
     kata("mock", "check", "sdpa")
@@ -98,18 +111,29 @@ def test_mock_first_pass_shows_in_stats_and_pending_answers_stay_out_of_the_fold
     questions = followups.questions_for(SDPA, 23)
     secrets = [q["answer"][lang] for q in questions if q["answer"] for lang in ("en", "zh")]
     assert secrets
-    folder_text = "".join(p.read_text(encoding="utf-8", errors="replace")
-                          for p in (tmp_path / "session").rglob("*") if p.is_file())
+    folder_text = "".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in (tmp_path / "session").rglob("*")
+        if p.is_file()
+    )
     assert not [s for s in secrets if s in folder_text]
     stored = json.loads(sess.state_path(tmp_path / "session").read_text(encoding="utf-8"))
     assert all(set(q) & set(sess.ANSWER_KEYS) == set() for q in stored["questions"])
     keys = sess.answer_keys_path(info["id"])
     assert keys.is_file() and isolated_home in keys.parents
 
-    answers = {q["id"]: ({"answer": "x", "rating": 2} if q["kind"] == "open" else
-                         followups.LETTERS[q["correct"]] if q["kind"] == "choice" else
-                         " ".join(followups.LETTERS[i] for i in q["order"]) if q["kind"] == "order" else
-                         q["expected"]) for q in questions}
+    answers = {
+        q["id"]: (
+            {"answer": "x", "rating": 2}
+            if q["kind"] == "open"
+            else followups.LETTERS[q["correct"]]
+            if q["kind"] == "choice"
+            else " ".join(followups.LETTERS[i] for i in q["order"])
+            if q["kind"] == "order"
+            else q["expected"]
+        )
+        for q in questions
+    }
     path = tmp_path / "answers.json"
     path.write_text(json.dumps(answers), encoding="utf-8")
     card = json.loads(kata("mock", "answer", "--answers", str(path), "--json").stdout)
@@ -119,8 +143,9 @@ def test_mock_first_pass_shows_in_stats_and_pending_answers_stay_out_of_the_fold
 
 
 # -- 5: the file graded is the file as it was when the check was asked for ---------------------
-def test_a_save_during_the_imports_does_not_change_what_is_graded(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_save_during_the_imports_does_not_change_what_is_graded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from attnkata.checker.sandbox import host
 
     path = tmp_path / "sdpa.py"
@@ -128,8 +153,10 @@ def test_a_save_during_the_imports_does_not_change_what_is_graded(tmp_path: Path
     started = host.prestart
 
     def save_meanwhile(*args: Any, **kwargs: Any) -> Any:  # the editor saves while torch loads
-        path.write_text("def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    return q\n",
-                        encoding="utf-8")
+        path.write_text(
+            "def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    return q\n",
+            encoding="utf-8",
+        )
         return started(*args, **kwargs)
 
     monkeypatch.setattr(host, "prestart", save_meanwhile)
@@ -163,7 +190,9 @@ def test_the_untouched_skeleton_is_named_and_points_to_hint(tmp_path: Path) -> N
 
     k = catalog.get_kata("gqa")
     path = tmp_path / "gqa.py"
-    path.write_text(k.skeleton_path.read_text(encoding="utf-8").replace("\n", "\r\n") + "\n\n", encoding="utf-8")
+    path.write_text(
+        k.skeleton_path.read_text(encoding="utf-8").replace("\n", "\r\n") + "\n\n", encoding="utf-8"
+    )
     result = check(k, path)
     first = result.diagnostics[0]
     assert first.id == "untouched-skeleton" and "kata hint gqa" in first.explanation
@@ -175,7 +204,10 @@ def test_the_untouched_skeleton_is_named_and_points_to_hint(tmp_path: Path) -> N
 
 # -- 9: prefixes, closed pipes, long titles, `%kata start` ---------------------------------------
 def test_a_prefix_of_several_ids_suggests_them_all() -> None:
-    assert catalog.suggest("flash", catalog.kata_ids()) == ["flash-attention", "flash-attention-backward"]
+    assert catalog.suggest("flash", catalog.kata_ids()) == [
+        "flash-attention",
+        "flash-attention-backward",
+    ]
     res = kata("show", "flash", code=2)
     assert "'flash-attention'" in res.stderr and "'flash-attention-backward'" in res.stderr
     assert "mla" not in res.stderr
@@ -184,8 +216,11 @@ def test_a_prefix_of_several_ids_suggests_them_all() -> None:
 def test_a_closed_pipe_after_a_pass_exits_0(tmp_path: Path) -> None:
     file = tmp_path / "sdpa.py"
     file.write_text(REFERENCE, encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "attnkata", "check", "sdpa", str(file)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnkata", "check", "sdpa", str(file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None
     # The reader is gone before the verdict is printed (`| head -0`; with `| head -1` it is a
     # race which line meets the closed pipe): every write of the verdict fails with EPIPE.
@@ -207,7 +242,9 @@ def test_a_long_panel_title_is_not_cut_at_80_columns() -> None:
     from attnkata.cli.render import diagnostic_panel
 
     title = "The causal mask is aligned to the top-left corner instead of the bottom-right one of the cache"
-    d = Diagnostic(id="causal-mask-wrong-corner", severity="essential", title=title, explanation="why")
+    d = Diagnostic(
+        id="causal-mask-wrong-corner", severity="essential", title=title, explanation="why"
+    )
     console = SafeConsole(file=io.StringIO(), width=80, color_system=None)
     console.print(diagnostic_panel(d, [], "en"))
     text = console.file.getvalue()
@@ -216,7 +253,9 @@ def test_a_long_panel_title_is_not_cut_at_80_columns() -> None:
     assert " ".join(title.split()) in " ".join(words.split())
 
 
-def test_kata_start_says_something_outside_a_live_front_end(capsys: pytest.CaptureFixture[str]) -> None:
+def test_kata_start_says_something_outside_a_live_front_end(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     pytest.importorskip("IPython")
     from IPython.testing.globalipapp import get_ipython
 
@@ -229,13 +268,17 @@ def test_kata_start_says_something_outside_a_live_front_end(capsys: pytest.Captu
 
 
 # -- JSON and Markdown on stdout are cleaned ------------------------------------------------------
-def test_watch_json_is_cleaned_like_check_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_watch_json_is_cleaned_like_check_json(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from attnkata.cli import watching
     from attnkata.cli.commands import practice
 
     file = tmp_path / "sdpa.py"
     file.write_text(REFERENCE, encoding="utf-8")
-    result = Result(kata="sdpa", solution="evil\x9b31m\x7f.py", status="fail", required_tiers=["core"])
+    result = Result(
+        kata="sdpa", solution="evil\x9b31m\x7f.py", status="fail", required_tiers=["core"]
+    )
     monkeypatch.setattr(practice, "grade", lambda *a, **k: result)
 
     class OneSave:
@@ -263,6 +306,8 @@ def test_mock_card_markdown_is_cleaned(monkeypatch: pytest.MonkeyPatch, tmp_path
 
     fake = SimpleNamespace(id="m1", card={"final": True}, lang="en", state="done", folder=tmp_path)
     monkeypatch.setattr(sess, "find", lambda _: fake)
-    monkeypatch.setattr(scorecard, "to_markdown", lambda card, lang: "# card\nanswer: \x1b[2Jgone\x9b31m\n")
+    monkeypatch.setattr(
+        scorecard, "to_markdown", lambda card, lang: "# card\nanswer: \x1b[2Jgone\x9b31m\n"
+    )
     res = kata("mock", "card", "m1", "--markdown")
     assert "\x1b" not in res.stdout and "\x9b" not in res.stdout and "gone" in res.stdout

@@ -36,9 +36,17 @@ def copy_kata(tmp_path: Path, slug: str = "sdpa") -> Path:
         (lambda t: t.replace("minutes = 15", 'minutes = "15"'), "minutes"),
         (lambda t: t.replace('id = "sdpa"', 'id = "other"'), "id"),
         (lambda t: t.replace('zh = "缩放点积注意力（PyTorch）"', ""), "title.zh"),
-        (lambda t: t.replace('required_tiers = ["core", "edge"]', 'required_tiers = ["core", "fast"]'), "required_tiers"),
+        (
+            lambda t: t.replace(
+                'required_tiers = ["core", "edge"]', 'required_tiers = ["core", "fast"]'
+            ),
+            "required_tiers",
+        ),
         (lambda t: t.replace("correct = 2", "correct = 9"), "followups[2].correct"),
-        (lambda t: t.replace('formula = "L * S * d"', 'formula = "L * S * nope"'), "followups[1].formula"),
+        (
+            lambda t: t.replace('formula = "L * S * d"', 'formula = "L * S * nope"'),
+            "followups[1].formula",
+        ),
     ],
 )
 def test_a_broken_field_is_named(tmp_path, edit, field):
@@ -57,7 +65,13 @@ def test_too_few_hints_is_refused(tmp_path):
     text = toml.read_text(encoding="utf-8")
     first = text.index("[[hints]]")
     second = text.index("[[hints]]", first + 1)
-    toml.write_text(text[:first] + text[second:].split("[[hints]]", 2)[0] + "[[followups]]" + text.split("[[followups]]", 1)[1], encoding="utf-8")
+    toml.write_text(
+        text[:first]
+        + text[second:].split("[[hints]]", 2)[0]
+        + "[[followups]]"
+        + text.split("[[followups]]", 1)[1],
+        encoding="utf-8",
+    )
     with pytest.raises(KataDefinitionError, match="field 'hints'"):
         catalog.load_kata(folder)
 
@@ -93,6 +107,15 @@ def test_chinese_statements_have_no_soft_breaks_between_characters(kata_id):
     for before, after in zip(lines, lines[1:], strict=False):
         if before.startswith("```"):
             fence = not fence
-        if not fence and before and after and _cjk(before[-1]) and _cjk(after.lstrip()[:1] or "a") \
-                and not after.lstrip().startswith(("-", "|", "#", "*", ">")) and not after.lstrip()[:1].isdigit():
-            raise AssertionError(f"{kata_id}: soft line break inside a Chinese paragraph: {before[-20:]!r} / {after[:20]!r}")
+        if (
+            not fence
+            and before
+            and after
+            and _cjk(before[-1])
+            and _cjk(after.lstrip()[:1] or "a")
+            and not after.lstrip().startswith(("-", "|", "#", "*", ">"))
+            and not after.lstrip()[:1].isdigit()
+        ):
+            raise AssertionError(
+                f"{kata_id}: soft line break inside a Chinese paragraph: {before[-20:]!r} / {after[:20]!r}"
+            )

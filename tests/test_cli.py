@@ -94,7 +94,9 @@ def test_check_default_file_and_missing_file(tmp_path):
 
 def test_check_reports_syntax_errors_with_the_line(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    return q @\n")
+    bad.write_text(
+        "def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    return q @\n"
+    )
     res = kata("check", "sdpa", str(bad), "--json")
     assert res.exit_code == 1
     data = json.loads(res.stdout)
@@ -147,8 +149,13 @@ def test_lang_from_environment(monkeypatch):
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "attnkata", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "attnkata", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
+    )
 
 
 def test_real_process_check_and_version():
@@ -158,7 +165,9 @@ def test_real_process_check_and_version():
     assert "\x1b[" not in proc.stdout  # plain text when piped
 
 
-@pytest.mark.parametrize("command", [["list"], ["show", "sdpa"], ["hint", "sdpa"], ["history"], ["stats"]])
+@pytest.mark.parametrize(
+    "command", [["list"], ["show", "sdpa"], ["hint", "sdpa"], ["history"], ["stats"]]
+)
 def test_commands_that_do_not_grade_do_not_import_torch(command):
     code = (
         "import sys; from attnkata.cli.app import app\n"
@@ -181,9 +190,12 @@ def test_watch_rechecks_on_save(tmp_path):
 
     path = tmp_path / "sdpa.py"
     path.write_text(SKELETON.read_text())
-    proc = subprocess.Popen([sys.executable, "-m", "attnkata", "watch", "sdpa", str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "KATA_HOME": str(tmp_path / "home")})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnkata", "watch", "sdpa", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "KATA_HOME": str(tmp_path / "home")},
+    )
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)

@@ -36,8 +36,10 @@ STUDENTS = {
     "aaron": "def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    while True:\n        pass\n",
     "alice": REFERENCE,
     "alice2": "# mine\n" + REFERENCE.replace("scores", "logits").replace("weights", "probs"),
-    "carol": REFERENCE.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale",
-                               "scale = 1.0 if scale is None else scale"),
+    "carol": REFERENCE.replace(
+        "scale = 1.0 / math.sqrt(d) if scale is None else scale",
+        "scale = 1.0 if scale is None else scale",
+    ),
 }
 TIMEOUT = "2"  # candidate seconds: what the loop costs; a correct sdpa needs ~0.3
 
@@ -52,8 +54,10 @@ class Runs:
 
 
 def _journal_keys(folder: Path) -> set[tuple[str, str, str]]:
-    return {(r["student"], r["sha256"], json.dumps(r["config"], sort_keys=True))
-            for r in map(json.loads, (folder / JOURNAL).read_text().splitlines())}
+    return {
+        (r["student"], r["sha256"], json.dumps(r["config"], sort_keys=True))
+        for r in map(json.loads, (folder / JOURNAL).read_text().splitlines())
+    }
 
 
 @pytest.fixture(scope="module")
@@ -69,23 +73,58 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
 
 def _grade_both_ways(tmp: Path, mp: pytest.MonkeyPatch) -> Runs:
     bundle = tmp / "set"
-    res = CliRunner().invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0",
-                                   "--lang", "en", "--title", "Week 3"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "set",
+            "create",
+            "--katas",
+            "sdpa",
+            "--out",
+            str(bundle),
+            "--public-tests",
+            "0",
+            "--lang",
+            "en",
+            "--title",
+            "Week 3",
+        ],
+    )
     assert res.exit_code == 0, res.output
     subs = tmp / "class"
     for name, src in STUDENTS.items():
         (subs / name).mkdir(parents=True)
         (subs / name / "sdpa.py").write_text(src)
     export = tmp / "canvas.csv"
-    export.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n    Points Possible,,,,\n"
-                      "Alice A,1,S1,alice,A\nCarol C,3,S3,carol@uni.edu,A\n")
+    export.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section\n    Points Possible,,,,\n"
+        "Alice A,1,S1,alice,A\nCarol C,3,S3,carol@uni.edu,A\n"
+    )
     dask_out = tmp / "dask"
-    cmd = [sys.executable, "-m", "attnkata", "set", "grade", str(bundle), str(subs), "--dask", "local:2",
-           "--timeout", TIMEOUT, "--quiet", "--out", str(dask_out), "--canvas", str(export)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "attnkata",
+        "set",
+        "grade",
+        str(bundle),
+        str(subs),
+        "--dask",
+        "local:2",
+        "--timeout",
+        TIMEOUT,
+        "--quiet",
+        "--out",
+        str(dask_out),
+        "--canvas",
+        str(export),
+    ]
     # Output to files, not pipes: nobody reads a pipe while the local pool grades.
     with (tmp / "dask.stdout").open("w") as so, (tmp / "dask.stderr").open("w") as se:
         # Its own process group: a failed test stops the cluster's workers along with it.
-        child = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, start_new_session=True)
+        child = subprocess.Popen(
+            cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         try:
             # No thread of this process runs while the local pool forks its workers. They would
             # inherit the warm-ups that conftest asks of the test run's zygote (the meta device,
@@ -93,7 +132,9 @@ def _grade_both_ways(tmp: Path, mp: pytest.MonkeyPatch) -> Runs:
             mp.setattr(host, "_warm", set())
             # One local worker: the pool grades the same way with any number, and the second
             # core is the Dask run's.
-            local = grade_set(bundle, subs, GradeOptions(jobs=1, timeout=float(TIMEOUT), out=tmp / "local"))
+            local = grade_set(
+                bundle, subs, GradeOptions(jobs=1, timeout=float(TIMEOUT), out=tmp / "local")
+            )
             rc = child.wait(timeout=240)
         finally:
             if child.poll() is None:
@@ -112,7 +153,9 @@ def test_dask_local_cluster_grades_like_the_local_pool(runs: Runs):
         mine, theirs = s["katas"]["sdpa"], runs.local.entry(s["student"], "sdpa")
         assert (mine["status"], mine["score"]) == (theirs.status, theirs.score), s["student"]
         assert mine["result"]["solution"] == theirs.result["solution"]  # the submission's own path
-        assert [d["id"] for d in mine["result"]["diagnostics"]] == [d["id"] for d in theirs.result["diagnostics"]]
+        assert [d["id"] for d in mine["result"]["diagnostics"]] == [
+            d["id"] for d in theirs.result["diagnostics"]
+        ]
         statuses[s["student"]] = mine["status"]
     # Every kind of outcome was compared, the hostile loop stopped on a Dask worker included.
     assert statuses == {"aaron": "timeout", "alice": "pass", "alice2": "pass", "carol": "fail"}
@@ -124,7 +167,9 @@ def test_journals_are_interchangeable_and_a_resumed_run_reuses_all(runs: Runs, t
     assert _journal_keys(runs.dask_out) == _journal_keys(runs.local.out)
     # Resume from a copy: the other tests read the Dask run's folder as it wrote it.
     resumed = shutil.copytree(runs.dask_out, tmp_path / "resumed")
-    again = grade_set(runs.bundle, runs.subs, GradeOptions(timeout=float(TIMEOUT), out=resumed, dask="local:2"))
+    again = grade_set(
+        runs.bundle, runs.subs, GradeOptions(timeout=float(TIMEOUT), out=resumed, dask="local:2")
+    )
     assert again.stats["graded"] == 0 and again.stats["reused"] == len(STUDENTS)
     for student in STUDENTS:
         assert again.entry(student, "sdpa").status == runs.local.entry(student, "sdpa").status
@@ -142,5 +187,7 @@ def test_dask_run_writes_the_report_and_the_canvas_file(runs: Runs):
 
 
 def test_bad_dask_address_is_a_usage_error(tmp_path: Path):
-    res = CliRunner().invoke(app, ["set", "grade", str(tmp_path), str(tmp_path), "--dask", "http://x"])
+    res = CliRunner().invoke(
+        app, ["set", "grade", str(tmp_path), str(tmp_path), "--dask", "http://x"]
+    )
     assert res.exit_code == 2 and "bad --dask address" in " ".join(res.stderr.split())

@@ -58,9 +58,18 @@ def test_catalogue_entry_is_complete_in_both_languages(mid):
 
 
 def test_every_kata_toml_mistake_id_exists_in_the_catalogue():
-    unknown = [f"{k.id}: {mid}" for k in all_katas().values() for mid in k.mistakes if mid not in cat.catalogue()]
-    unknown += [f"{k.id}: hint for {h.mistake}" for k in all_katas().values() for h in k.hints
-                if h.mistake and h.mistake not in cat.catalogue()]
+    unknown = [
+        f"{k.id}: {mid}"
+        for k in all_katas().values()
+        for mid in k.mistakes
+        if mid not in cat.catalogue()
+    ]
+    unknown += [
+        f"{k.id}: hint for {h.mistake}"
+        for k in all_katas().values()
+        for h in k.hints
+        if h.mistake and h.mistake not in cat.catalogue()
+    ]
     assert not unknown
 
 
@@ -75,7 +84,9 @@ def test_catalogue_parameters_are_filled_with_the_candidates_numbers():
 
 
 def test_catalogue_validation_names_the_bad_entry():
-    data = tomllib.loads((Path(cat.__file__).with_name("mistakes.toml")).read_text(encoding="utf-8"))
+    data = tomllib.loads(
+        (Path(cat.__file__).with_name("mistakes.toml")).read_text(encoding="utf-8")
+    )
     bad = json.loads(json.dumps(data))
     bad["mistake"][0]["explanation"]["zh"] = ""
     with pytest.raises(ValueError, match="scale-by-d-model.*explanation.zh"):
@@ -92,13 +103,20 @@ def test_mutants_are_catalogued_and_each_shows_on_some_probe(kata_id):
     spec = engine.load_spec(kata_id)
     kata = get_kata(kata_id)
     ref, muts = engine._local_observations(kata_id)
-    assert all(r.ok for r in ref), f"the reference raises on a probe: {[r.error for r in ref if not r.ok]}"
+    assert all(r.ok for r in ref), (
+        f"the reference raises on a probe: {[r.error for r in ref if not r.ok]}"
+    )
     for mid, variants in muts.items():
         assert mid in cat.catalogue(), mid
-        assert mid in kata.mistakes or cat.get(mid).applies_to(kata_id), f"{mid} does not apply to {kata_id}"
+        assert mid in kata.mistakes or cat.get(mid).applies_to(kata_id), (
+            f"{mid} does not apply to {kata_id}"
+        )
         for vi, outs in enumerate(variants):
-            shows = [p.name for p, r, m in zip(spec.probes, ref, outs, strict=True)
-                     if differs(m, r, flatten(r.value)[1].size).any()]
+            shows = [
+                p.name
+                for p, r, m in zip(spec.probes, ref, outs, strict=True)
+                if differs(m, r, flatten(r.value)[1].size).any()
+            ]
             assert shows, f"{kata_id}: mutant {mid}[{vi}] equals the reference on every probe"
 
 
@@ -111,8 +129,10 @@ def test_mutants_of_different_mistakes_are_told_apart(kata_id):
     sizes = [flatten(r.value)[1].size for r in ref]
     clashes = []
     for i, (a, ai, a_outs) in enumerate(flat):
-        for b, bi, b_outs in flat[i + 1:]:
-            if a != b and not any(differs(x, y, n).any() for x, y, n in zip(a_outs, b_outs, sizes, strict=True)):
+        for b, bi, b_outs in flat[i + 1 :]:
+            if a != b and not any(
+                differs(x, y, n).any() for x, y, n in zip(a_outs, b_outs, sizes, strict=True)
+            ):
                 clashes.append(f"{a}[{ai}] == {b}[{bi}]")
     assert not clashes
 
@@ -140,7 +160,11 @@ def test_match_exact_single_mutant():
 
 def test_match_two_independent_mistakes_jointly():
     ref = _obs([1.0, 2.0, 3.0])
-    muts = {"a": [_obs([9.0, 2.0, 3.0])], "b": [_obs([1.0, 2.0, 7.0])], "c": [_obs([1.0, 5.0, 3.0])]}
+    muts = {
+        "a": [_obs([9.0, 2.0, 3.0])],
+        "b": [_obs([1.0, 2.0, 7.0])],
+        "c": [_obs([1.0, 5.0, 3.0])],
+    }
     v = match(_probes(1), _obs([9.0, 2.0, 7.0]), ref, muts)
     assert not v.exact and set(v.matched) == {"a", "b"}
 
@@ -162,8 +186,12 @@ def test_match_nan_swallows_another_mistakes_effect():
 
 def test_match_compares_errors_without_their_numbers():
     ref = _obs([1.0])
-    err = Observed(error=("RuntimeError", "t() expects a tensor with <= 2 dimensions, but self is 4D"))
-    mut = Observed(error=("RuntimeError", "t() expects a tensor with <= 2 dimensions, but self is 3D"))
+    err = Observed(
+        error=("RuntimeError", "t() expects a tensor with <= 2 dimensions, but self is 4D")
+    )
+    mut = Observed(
+        error=("RuntimeError", "t() expects a tensor with <= 2 dimensions, but self is 3D")
+    )
     assert match(_probes(1), [err], ref, {"t": [[mut]]}).matched == {"t": ["p0"]}
     other = Observed(error=("RuntimeError", "something else"))
     assert not match(_probes(1), [other], ref, {"t": [[mut]]}).matched
@@ -176,19 +204,48 @@ def test_correct_output_is_not_a_deviation():
 
 
 # -- crash signatures and source rules ---------------------------------------------------------
-@pytest.mark.parametrize(("message", "kata", "params", "mid"), [
-    ("view size is not compatible with input tensor's size and stride (at least one dimension spans across "
-     "two contiguous subspaces). Use .reshape(...) instead.", "mha", {}, "missing-contiguous"),
-    ("t() expects a tensor with <= 2 dimensions, but self is 4D", "sdpa", {}, "transpose-2d-on-batched"),
-    ("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated", "sdpa", {},
-     "transpose-2d-on-batched"),
-    ("The size of tensor a (8) must match the size of tensor b (2) at non-singleton dimension 1", "gqa",
-     {"H": 8, "Hkv": 2}, "kv-heads-not-expanded"),
-    ("The size of tensor a (8) must match the size of tensor b (2) at non-singleton dimension 1", "sdpa",
-     {"H": 8, "Hkv": 2}, None),
-    ("The size of tensor a (7) must match the size of tensor b (6) at non-singleton dimension 1", "gqa",
-     {"H": 8, "Hkv": 2}, None),
-])
+@pytest.mark.parametrize(
+    ("message", "kata", "params", "mid"),
+    [
+        (
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
+            "two contiguous subspaces). Use .reshape(...) instead.",
+            "mha",
+            {},
+            "missing-contiguous",
+        ),
+        (
+            "t() expects a tensor with <= 2 dimensions, but self is 4D",
+            "sdpa",
+            {},
+            "transpose-2d-on-batched",
+        ),
+        (
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated",
+            "sdpa",
+            {},
+            "transpose-2d-on-batched",
+        ),
+        (
+            "The size of tensor a (8) must match the size of tensor b (2) at non-singleton dimension 1",
+            "gqa",
+            {"H": 8, "Hkv": 2},
+            "kv-heads-not-expanded",
+        ),
+        (
+            "The size of tensor a (8) must match the size of tensor b (2) at non-singleton dimension 1",
+            "sdpa",
+            {"H": 8, "Hkv": 2},
+            None,
+        ),
+        (
+            "The size of tensor a (7) must match the size of tensor b (6) at non-singleton dimension 1",
+            "gqa",
+            {"H": 8, "Hkv": 2},
+            None,
+        ),
+    ],
+)
 def test_crash_signatures(message, kata, params, mid):
     assert crashes.classify(message, kata, params) == mid
 
@@ -210,20 +267,32 @@ def f(q, k, v, mask=None):
 '''
 
 
-@pytest.mark.parametrize(("mid", "line"), [
-    ("fully-masked-row-uniform", 11), ("transpose-2d-on-batched", 10), ("scale-not-sqrt", 10),
-    ("kv-repeat-instead-of-interleave", 12), ("input-mutated", 13), ("softmax-wrong-dim", 14),
-])
+@pytest.mark.parametrize(
+    ("mid", "line"),
+    [
+        ("fully-masked-row-uniform", 11),
+        ("transpose-2d-on-batched", 10),
+        ("scale-not-sqrt", 10),
+        ("kv-repeat-instead-of-interleave", 12),
+        ("input-mutated", 13),
+        ("softmax-wrong-dim", 14),
+    ],
+)
 def test_source_rules_point_at_the_line(mid, line):
     refs = locate(mid, Source(SOURCE))
     assert refs and refs[0].line == line, (mid, refs)
 
 
 def test_banned_references_found_even_if_never_called():
-    src = Source("import torch\nfrom torch.nn.functional import scaled_dot_product_attention as sdpa\n"
-                 "def f(q):\n    if False:\n        return torch.nn.MultiheadAttention(4, 2)\n    return q\n")
+    src = Source(
+        "import torch\nfrom torch.nn.functional import scaled_dot_product_attention as sdpa\n"
+        "def f(q):\n    if False:\n        return torch.nn.MultiheadAttention(4, 2)\n    return q\n"
+    )
     found = banned_references(src)
-    assert [(r.line, n) for r, n in found] == [(2, "scaled_dot_product_attention"), (5, "MultiheadAttention")]
+    assert [(r.line, n) for r, n in found] == [
+        (2, "scaled_dot_product_attention"),
+        (5, "MultiheadAttention"),
+    ]
 
 
 # -- grids -----------------------------------------------------------------------------------
@@ -231,7 +300,10 @@ def test_grid_of_weights_masks_and_nan():
     w = torch.tensor([[[[0.5, 0.5, 0.0], [float("nan")] * 3]]])
     assert grid_of(w, "weights") == [[1, 1, 0], [None, None, None]]
     assert grid_of(torch.tensor([[True, False]]), "mask") == [[1, 0]]
-    assert grid_of(np.array([[[[True, False, True]]], [[[False, False, True]]]]), "mask") == [[1, 0, 1], [0, 0, 1]]
+    assert grid_of(np.array([[[[True, False, True]]], [[[False, False, True]]]]), "mask") == [
+        [1, 0, 1],
+        [0, 0, 1],
+    ]
     assert grid_of("no", "mask") is None
 
 
@@ -271,7 +343,9 @@ def test_unknown_mistake_is_reported_honestly(tmp_path):
         "    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))\n"
         "    e = torch.exp(s - m)\n"
         "    z = e.sum(-1, keepdim=True)\n"
-        "    return (e / torch.where(z > 0, z, torch.ones_like(z))) @ v * 1.01\n", encoding="utf-8")
+        "    return (e / torch.where(z > 0, z, torch.ones_like(z))) @ v * 1.01\n",
+        encoding="utf-8",
+    )
     result = check(get_kata("sdpa"), path)
     assert [d.id for d in result.diagnostics] == ["no-known-mistake"]
     d = result.diagnostics[0]
@@ -286,7 +360,9 @@ def test_two_mistakes_are_both_named(tmp_path):
         "    scores = q @ k.transpose(-2, -1)\n"
         "    if mask is not None:\n"
         "        scores = scores.masked_fill(~mask, float('-inf'))\n"
-        "    return torch.softmax(scores, dim=-1) @ v\n", encoding="utf-8")
+        "    return torch.softmax(scores, dim=-1) @ v\n",
+        encoding="utf-8",
+    )
     ids = {d.id for d in check(get_kata("sdpa"), path).diagnostics if d.is_error}
     assert ids == {"missing-scale", "fully-masked-row-nan"}
 
@@ -294,7 +370,10 @@ def test_two_mistakes_are_both_named(tmp_path):
 def test_an_unreached_banned_import_is_only_actionable(tmp_path):
     src = (FIXTURES / "mistakes" / "sdpa" / "missing-scale.py").read_text(encoding="utf-8")
     path = tmp_path / "sdpa.py"
-    path.write_text("from torch.nn.functional import scaled_dot_product_attention  # noqa\n" + src, encoding="utf-8")
+    path.write_text(
+        "from torch.nn.functional import scaled_dot_product_attention  # noqa\n" + src,
+        encoding="utf-8",
+    )
     result = check(get_kata("sdpa"), path)
     by_id = {d.id: d for d in result.diagnostics}
     assert by_id["missing-scale"].severity == "essential"
@@ -321,4 +400,7 @@ def test_a_bug_in_the_diagnosis_never_costs_the_grade(monkeypatch):
     monkeypatch.setattr(engine, "diagnose", broken)
     result = check(get_kata("sdpa"), UNIFORM)
     assert result.status == "fail"
-    assert result.diagnostics[0].id == "no-known-mistake" and "boom" in result.diagnostics[0].evidence[0]
+    assert (
+        result.diagnostics[0].id == "no-known-mistake"
+        and "boom" in result.diagnostics[0].evidence[0]
+    )

@@ -16,22 +16,37 @@ from attnkata.checker.runner import check
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DENSE = [
-    ("sliding-window", FIXTURES / "alt" / "sliding-window" / "full_mask.py", "window-materializes-full-scores"),
-    ("flash-attention", FIXTURES / "mistakes" / "flash-attention" / "materializes-full-scores.py",
-     "materializes-full-scores"),
-    ("block-sparse", FIXTURES / "mistakes" / "block-sparse" / "materializes-full-scores.py",
-     "materializes-full-scores"),
+    (
+        "sliding-window",
+        FIXTURES / "alt" / "sliding-window" / "full_mask.py",
+        "window-materializes-full-scores",
+    ),
+    (
+        "flash-attention",
+        FIXTURES / "mistakes" / "flash-attention" / "materializes-full-scores.py",
+        "materializes-full-scores",
+    ),
+    (
+        "block-sparse",
+        FIXTURES / "mistakes" / "block-sparse" / "materializes-full-scores.py",
+        "materializes-full-scores",
+    ),
 ]
 
 
 def _view(result) -> tuple:  # noqa: ANN001
-    return (result.status, {t.id: t.status for t in result.tests},
-            [d.id for d in result.diagnostics if d.severity == "essential"])
+    return (
+        result.status,
+        {t.id: t.status for t in result.tests},
+        [d.id for d in result.diagnostics if d.severity == "essential"],
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("kata", "path", "mistake"), DENSE, ids=[k for k, _, _ in DENSE])
-def test_a_dense_solution_gets_the_same_verdict_on_a_busy_machine(kata: str, path: Path, mistake: str) -> None:
+def test_a_dense_solution_gets_the_same_verdict_on_a_busy_machine(
+    kata: str, path: Path, mistake: str
+) -> None:
     quiet = check(get_kata(kata), path)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
@@ -45,4 +60,6 @@ def test_a_dense_solution_gets_the_same_verdict_on_a_busy_machine(kata: str, pat
     assert status == "fail" and mistake in essential, essential
     efficient = [t for t in loaded.tests if t.tier == "efficient"]
     assert efficient and all(t.status == "fail" for t in efficient)
-    assert all("memory this test allows" in t.message for t in efficient), [t.message for t in efficient]
+    assert all("memory this test allows" in t.message for t in efficient), [
+        t.message for t in efficient
+    ]

@@ -31,9 +31,16 @@ SDPA_REF = REPO / "reference" / "sdpa.py"
 LOOP = FIXTURES / "hostile" / "loop.py"
 
 
-def _kata(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "attnkata", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+def _kata(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "attnkata", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _sha(text: str) -> str:
@@ -60,9 +67,23 @@ class _JsonLines:
 def test_watch_json_prints_one_result_per_check_and_a_save_cancels_a_stale_check(tmp_path: Path):
     path = tmp_path / "sdpa.py"
     path.write_text(LOOP.read_text())
-    proc = subprocess.Popen([sys.executable, "-m", "attnkata", "watch", "sdpa", str(path), "--json", "--timeout", "60",
-                             "--record"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "attnkata",
+            "watch",
+            "sdpa",
+            str(path),
+            "--json",
+            "--timeout",
+            "60",
+            "--record",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines = _JsonLines(proc)
     try:
         time.sleep(4)  # the first check is now stuck in the infinite loop (60 s per call)
@@ -74,11 +95,18 @@ def test_watch_json_prints_one_result_per_check_and_a_save_cancels_a_stale_check
         assert result["source_sha256"] == _sha(good), "the stale check was reported"
         assert result["status"] == "pass"
         assert time.monotonic() - t0 < 30
-        assert set(result) >= {"tests", "diagnostics", "limits", "isolation"}  # `kata check --json`'s schema
+        assert set(result) >= {
+            "tests",
+            "diagnostics",
+            "limits",
+            "isolation",
+        }  # `kata check --json`'s schema
     finally:
         proc.terminate()
         proc.wait(10)
-    assert _kata("history", "--json").stdout.count('"kata"') == 1  # only the finished check is recorded
+    assert (
+        _kata("history", "--json").stdout.count('"kata"') == 1
+    )  # only the finished check is recorded
 
 
 def _descendants(pid: int) -> set[int]:
@@ -109,9 +137,13 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_ctrl_c_during_a_check_exits_130_records_nothing_and_leaves_no_process(tmp_path: Path):
-    proc = subprocess.Popen([sys.executable, "-m", "attnkata", "check", "sdpa", str(LOOP), "--timeout", "60"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnkata", "check", "sdpa", str(LOOP), "--timeout", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     time.sleep(4)  # loading torch, then inside the candidate's infinite loop
     tree = _descendants(proc.pid)
     assert tree, "the sandbox should be running"
@@ -131,8 +163,13 @@ def test_ctrl_c_during_a_check_exits_130_records_nothing_and_leaves_no_process(t
 @pytest.mark.slow
 def test_spinner_on_a_terminal_and_nothing_on_a_pipe(tmp_path: Path):
     pexpect = pytest.importorskip("pexpect")
-    child = pexpect.spawn(sys.executable, ["-m", "attnkata", "check", "sdpa", str(SDPA_REF)], encoding="utf-8",
-                          timeout=90, env={**os.environ, "COLUMNS": "120", "TERM": "xterm"})
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "attnkata", "check", "sdpa", str(SDPA_REF)],
+        encoding="utf-8",
+        timeout=90,
+        env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+    )
     child.expect("checking")  # the spinner: the current test and the time against the limit
     child.expect(r"limit 3s per call")
     child.expect("PASS")
@@ -147,7 +184,9 @@ def test_spinner_on_a_terminal_and_nothing_on_a_pipe(tmp_path: Path):
 def test_every_kata_has_a_measured_reference_time_and_limits_follow_it():
     measured = timing.reference_seconds()
     missing = [k for k in catalog.kata_ids() if k not in measured]
-    assert not missing, f"run `python -m attnkata.checker.timing --write`: no reference time for {missing}"
+    assert not missing, (
+        f"run `python -m attnkata.checker.timing --write`: no reference time for {missing}"
+    )
     for kata_id in catalog.kata_ids():
         lim = api.limits_for(None, catalog.get_kata(kata_id))
         want = min(timing.CEILING_S, max(timing.FLOOR_S, timing.MARGIN * measured[kata_id]))
@@ -172,15 +211,25 @@ def test_an_infinite_loop_gets_its_verdict_within_the_call_limit_plus_one_second
 
 # -- kata next ------------------------------------------------------------------------------------
 def _row(ts: datetime, kata: str, status: str, diagnoses: list[str] = ()) -> dict:
-    return {"ts": ts.timestamp(), "kata": kata, "status": status, "diagnoses": json.dumps(list(diagnoses)), "mode": "practice"}
+    return {
+        "ts": ts.timestamp(),
+        "kata": kata,
+        "status": status,
+        "diagnoses": json.dumps(list(diagnoses)),
+        "mode": "practice",
+    }
 
 
 def test_sessions_are_rated_from_how_the_practice_went():
     t = datetime(2026, 1, 1, tzinfo=UTC)
-    attempts = [_row(t, "sdpa", "pass"),                                        # first try: easy
-                _row(t + timedelta(days=1), "mha", "fail"), _row(t + timedelta(days=1, minutes=5), "mha", "pass"),
-                _row(t + timedelta(days=2), "gqa", "fail"), _row(t + timedelta(days=2, minutes=5), "gqa", "pass"),
-                _row(t + timedelta(days=3), "mqa", "fail")]
+    attempts = [
+        _row(t, "sdpa", "pass"),  # first try: easy
+        _row(t + timedelta(days=1), "mha", "fail"),
+        _row(t + timedelta(days=1, minutes=5), "mha", "pass"),
+        _row(t + timedelta(days=2), "gqa", "fail"),
+        _row(t + timedelta(days=2, minutes=5), "gqa", "pass"),
+        _row(t + timedelta(days=3), "mqa", "fail"),
+    ]
     events = [{"ts": (t + timedelta(days=2, minutes=1)).timestamp(), "kata": "gqa", "kind": "hint"}]
     ratings = {s.kata: s.rating for s in schedule.sessions(attempts, events)}
     assert ratings == {"sdpa": "easy", "mha": "good", "gqa": "hard", "mqa": "again"}
@@ -198,9 +247,15 @@ def test_a_failed_kata_is_due_before_an_easy_one_and_recurring_mistakes_bring_ka
     # The same mistake in two sessions: a kata that exercises it comes back within a day.
     mistake = "scale-by-d-model"
     assert mistake in katas["gqa"].mistakes and mistake in katas["mqa"].mistakes
-    before = schedule.plan(katas, [_row(t, "gqa", "pass"), _row(t + timedelta(hours=1), "mqa", "pass")], [])
-    repeated = [_row(t, "gqa", "pass"), _row(t + timedelta(hours=1), "mqa", "pass"),
-                _row(t + timedelta(days=1), "gqa", "fail", [mistake]), _row(t + timedelta(days=2), "mha", "fail", [mistake])]
+    before = schedule.plan(
+        katas, [_row(t, "gqa", "pass"), _row(t + timedelta(hours=1), "mqa", "pass")], []
+    )
+    repeated = [
+        _row(t, "gqa", "pass"),
+        _row(t + timedelta(hours=1), "mqa", "pass"),
+        _row(t + timedelta(days=1), "gqa", "fail", [mistake]),
+        _row(t + timedelta(days=2), "mha", "fail", [mistake]),
+    ]
     after = schedule.plan(katas, repeated, [])
     assert after["mqa"].due < before["mqa"].due
     assert after["mqa"].due <= t + timedelta(days=2) + schedule.RECURRING_DELAY
@@ -218,7 +273,9 @@ def test_kata_next_stats_and_list_from_the_cli():
     from attnkata.checker.store import History
 
     with History() as h:  # a failed sdpa session two days ago (this test's own KATA_HOME)
-        h.record_attempt("sdpa", "fail", 3, 10, 1.0, "sdpa.py", ["missing-scale"], ts=time.time() - 2 * 86400)
+        h.record_attempt(
+            "sdpa", "fail", 3, 10, 1.0, "sdpa.py", ["missing-scale"], ts=time.time() - 2 * 86400
+        )
     nxt = json.loads(_kata("next", "--json").stdout)
     assert nxt["kata"] == "sdpa" and nxt["plan"]["last_rating"] == "again"
     assert "due" in nxt and isinstance(nxt["reason"], str)
@@ -236,7 +293,9 @@ def test_80_columns_never_cut_ids_or_signatures():
     env = {"COLUMNS": "80"}
     listing = _kata("list", env=env).stdout
     for kata_id in catalog.kata_ids():
-        assert re.search(rf"(?m)^\s*{re.escape(kata_id)}\s", listing), f"{kata_id} cut in `kata list`"
+        assert re.search(rf"(?m)^\s*{re.escape(kata_id)}\s", listing), (
+            f"{kata_id} cut in `kata list`"
+        )
     for kata_id in ("gqa", "mla", "sliding-window"):
         shown = _kata("show", kata_id, env=env).stdout
         assert "…" not in shown.replace("……", ""), f"`kata show {kata_id}` cut a cell"
@@ -245,7 +304,17 @@ def test_80_columns_never_cut_ids_or_signatures():
 
 
 def test_statements_state_the_contract_without_naming_the_traps():
-    traps = ["`.repeat`", "k.repeat(", "wrong order", "off-by-one", "k.T`", "top-left", "差一", "左上角", "顺序却是错的"]
+    traps = [
+        "`.repeat`",
+        "k.repeat(",
+        "wrong order",
+        "off-by-one",
+        "k.T`",
+        "top-left",
+        "差一",
+        "左上角",
+        "顺序却是错的",
+    ]
     for kata_id in catalog.kata_ids():
         for lang in ("en", "zh"):
             text = catalog.get_kata(kata_id).statement(lang)
@@ -254,12 +323,22 @@ def test_statements_state_the_contract_without_naming_the_traps():
 
 
 def _result(tests: list[Outcome], diags: list[Diagnostic] = ()) -> Result:
-    return Result(kata="sdpa", solution="x.py", status="fail", required_tiers=["core"], lang="en",
-                  tests=tests, diagnostics=list(diags))
+    return Result(
+        kata="sdpa",
+        solution="x.py",
+        status="fail",
+        required_tiers=["core"],
+        lang="en",
+        tests=tests,
+        diagnostics=list(diags),
+    )
 
 
 def test_identical_messages_are_shown_once():
-    long = "your code raised TypeError: unsupported operand type(s) for @: 'Tensor' and 'NoneType' " * 2
+    long = (
+        "your code raised TypeError: unsupported operand type(s) for @: 'Tensor' and 'NoneType' "
+        * 2
+    )
     tests = [Outcome(f"test_{i}", "core", "fail", long, 0.0) for i in range(5)]
     tests.insert(2, Outcome("test_other", "core", "fail", "something else", 0.0))
     console = Console(width=200, record=True)
@@ -287,8 +366,10 @@ def test_code_excerpts_merge_so_no_line_is_printed_twice():
 def test_sliding_window_off_by_one_points_at_the_wrong_line_only():
     from attnkata.checker.runner import check
 
-    for name, wrong in (("window-off-by-one.py", "W = left + right"),
-                        ("../../real/sliding-window/mistral_paper_off_by_one.py", "j >= p - W")):
+    for name, wrong in (
+        ("window-off-by-one.py", "W = left + right"),
+        ("../../real/sliding-window/mistral_paper_off_by_one.py", "j >= p - W"),
+    ):
         path = FIXTURES / "mistakes" / "sliding-window" / name
         result = check(catalog.get_kata("sliding-window"), path)
         top = result.diagnostics[0]
@@ -299,14 +380,29 @@ def test_sliding_window_off_by_one_points_at_the_wrong_line_only():
 
 
 def test_pictures_render_in_the_terminal_and_in_html():
-    pic = {"caption": {"en": "online softmax, row 3", "zh": "在线 softmax，第 3 行"},
-           "columns": ["key block", {"en": "running max (yours)", "zh": "运行最大值（你的）"}],
-           "rows": [[0, "1.5"], [1, "0.0"]], "marked": [1], "differs": [[1, 1]]}
-    d = Diagnostic(id="x", severity="essential", title="t", explanation="e",
-                   data={"pictures": [pic], "mask_expected": [[1, 0]], "mask_got": [[1, 1]],
-                         "grid_caption": {"en": "query blocks x key blocks", "zh": "查询块 x 键块"}})
-    for lang, words in (("en", ["online softmax, row 3", "running max (yours)", "query blocks x key blocks"]),
-                        ("zh", ["在线 softmax，第 3 行", "运行最大值（你的）", "查询块 x 键块"])):
+    pic = {
+        "caption": {"en": "online softmax, row 3", "zh": "在线 softmax，第 3 行"},
+        "columns": ["key block", {"en": "running max (yours)", "zh": "运行最大值（你的）"}],
+        "rows": [[0, "1.5"], [1, "0.0"]],
+        "marked": [1],
+        "differs": [[1, 1]],
+    }
+    d = Diagnostic(
+        id="x",
+        severity="essential",
+        title="t",
+        explanation="e",
+        data={
+            "pictures": [pic],
+            "mask_expected": [[1, 0]],
+            "mask_got": [[1, 1]],
+            "grid_caption": {"en": "query blocks x key blocks", "zh": "查询块 x 键块"},
+        },
+    )
+    for lang, words in (
+        ("en", ["online softmax, row 3", "running max (yours)", "query blocks x key blocks"]),
+        ("zh", ["在线 softmax，第 3 行", "运行最大值（你的）", "查询块 x 键块"]),
+    ):
         console = Console(width=100, record=True)
         console.print(diagnostic_panel(d, [], lang))
         text = console.export_text()
@@ -330,8 +426,9 @@ def test_a_long_test_message_in_feedback_ends_on_a_word_boundary():
     from attnkata.checker.sets.report import MAX_FEEDBACK_MESSAGE, failed_test_line
 
     message = "your output differs from the reference where the mask is all False " * 10
-    line = failed_test_line({"id": "core::test_x", "tier": "core", "status": "fail", "message": message},
-                            "en")
+    line = failed_test_line(
+        {"id": "core::test_x", "tier": "core", "status": "fail", "message": message}, "en"
+    )
     shown = line.split(": ", 1)[1]
     assert shown.endswith("…") and len(shown) <= MAX_FEEDBACK_MESSAGE
     assert message.startswith(shown[:-1]) and message[len(shown) - 1] == " "

@@ -31,9 +31,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = (REPO / "reference" / "sdpa.py").read_text()
-NO_SCALE = REFERENCE.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale",
-                             "scale = 1.0 if scale is None else scale")
-SCHEMA = json.loads((REPO / "tests" / "fixtures" / "platforms" / "gradescope_results.schema.json").read_text())
+NO_SCALE = REFERENCE.replace(
+    "scale = 1.0 / math.sqrt(d) if scale is None else scale",
+    "scale = 1.0 if scale is None else scale",
+)
+SCHEMA = json.loads(
+    (REPO / "tests" / "fixtures" / "platforms" / "gradescope_results.schema.json").read_text()
+)
 
 
 def _third_party(tmp: Path) -> Path:
@@ -43,7 +47,11 @@ def _third_party(tmp: Path) -> Path:
     for site in (p for p in sys.path if p.endswith("-packages") and Path(p).is_dir()):
         for entry in Path(site).iterdir():
             name = entry.name.lower()
-            if name.startswith(("attnkata", "__editable__")) or name.endswith(".pth") or (farm / entry.name).exists():
+            if (
+                name.startswith(("attnkata", "__editable__"))
+                or name.endswith(".pth")
+                or (farm / entry.name).exists()
+            ):
                 continue
             (farm / entry.name).symlink_to(entry)
     return farm
@@ -51,18 +59,31 @@ def _third_party(tmp: Path) -> Path:
 
 def _venv(where: Path, farm: Path) -> Path:
     venv.create(where, with_pip=False)
-    purelib = subprocess.run([str(where / "bin" / "python"), "-c",
-                              "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [
+            str(where / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     (Path(purelib) / "third-party.pth").write_text(f"{farm}\n", encoding="utf-8")
     return where / "bin" / "python"
 
 
 def _clean_env(tmp: Path, **extra: str) -> dict[str, str]:
     # No pip configuration (this machine's find-links and extra indexes) and no index at all.
-    return {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "KATA_HOME": str(tmp / "kata-home"),
-            "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            **extra}
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp),
+        "KATA_HOME": str(tmp / "kata-home"),
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_NO_INDEX": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        **extra,
+    }
 
 
 @pytest.mark.slow
@@ -73,17 +94,53 @@ def test_gradescope_zip_alone_builds_and_grades(tmp_path: Path) -> None:
     # The instructor: attnkata installed from a wheel, so the export packs that install again.
     wheel = build_wheel(tmp_path / "dist")
     teacher = _venv(tmp_path / "teacher", farm)
-    subprocess.run([str(teacher), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True,
-                   capture_output=True, env=_clean_env(tmp_path), timeout=120)
+    subprocess.run(
+        [str(teacher), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+        env=_clean_env(tmp_path),
+        timeout=120,
+    )
     kata = tmp_path / "teacher" / "bin" / "kata"
     env = _clean_env(tmp_path)
-    made = subprocess.run([str(kata), "set", "create", "--katas", "sdpa", "--out", str(tmp_path / "set"),
-                           "--public-tests", "0", "--lang", "en"], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=120)
+    made = subprocess.run(
+        [
+            str(kata),
+            "set",
+            "create",
+            "--katas",
+            "sdpa",
+            "--out",
+            str(tmp_path / "set"),
+            "--public-tests",
+            "0",
+            "--lang",
+            "en",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stderr[-2000:]
-    exported = subprocess.run([str(kata), "set", "export", str(tmp_path / "set"), "--to", "gradescope", "--out",
-                               str(tmp_path / "gs")], capture_output=True, text=True, env=env, cwd=tmp_path,
-                              timeout=120)
+    exported = subprocess.run(
+        [
+            str(kata),
+            "set",
+            "export",
+            str(tmp_path / "set"),
+            "--to",
+            "gradescope",
+            "--out",
+            str(tmp_path / "gs"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert exported.returncode == 0, exported.stderr[-2000:]
     assert "built from this installation" in " ".join(exported.stderr.split())
 
@@ -97,40 +154,73 @@ def test_gradescope_zip_alone_builds_and_grades(tmp_path: Path) -> None:
     assert carried == [f"wheels/{wheel.name}"]
     image = tmp_path / "image-venv"
     python = _venv(image, farm)
-    setup = subprocess.run([str(root / "source" / "setup.sh")], capture_output=True, text=True, timeout=300,
-                           env=_clean_env(tmp_path, ATTNKATA_VENV=str(image)))
+    setup = subprocess.run(
+        [str(root / "source" / "setup.sh")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_clean_env(tmp_path, ATTNKATA_VENV=str(image)),
+    )
     assert setup.returncode == 0, setup.stdout[-2000:] + setup.stderr[-2000:]
-    where = subprocess.run([str(python), "-c", "import attnkata; print(attnkata.__file__)"], capture_output=True,
-                           text=True, check=True, cwd=tmp_path).stdout
+    where = subprocess.run(
+        [str(python), "-c", "import attnkata; print(attnkata.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout
     assert where.startswith(str(image)), where  # the carried wheel's copy
 
     def grade(source: str) -> dict:
         shutil.rmtree(root / "submission", ignore_errors=True)
         (root / "submission").mkdir()
         (root / "submission" / "sdpa.py").write_text(source)
-        proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True,
-                              timeout=240, cwd=root,
-                              env=_clean_env(tmp_path, AUTOGRADER_ROOT=str(root), ATTNKATA_VENV=str(image)))
+        proc = subprocess.run(
+            [str(root / "source" / "run_autograder")],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            cwd=root,
+            env=_clean_env(tmp_path, AUTOGRADER_ROOT=str(root), ATTNKATA_VENV=str(image)),
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         data = json.loads((root / "results" / "results.json").read_text())
         jsonschema.validate(data, SCHEMA)
         return data
 
     right = grade(REFERENCE)
-    assert right["score"] == 10 and right["tests"] and all(t["status"] == "passed" for t in right["tests"])
+    assert (
+        right["score"] == 10
+        and right["tests"]
+        and all(t["status"] == "passed" for t in right["tests"])
+    )
     wrong = grade(NO_SCALE)
     assert 0 <= wrong["score"] < 10 and any(t["status"] == "failed" for t in wrong["tests"])
     assert any("missing-scale" in t["output"] for t in wrong["tests"])
 
 
 def test_the_gradescope_schema_refuses_what_gradescope_would_not_read() -> None:
-    ok = {"score": 1.0, "output": "x", "output_format": "md",
-          "tests": [{"name": "a", "score": 1, "max_score": 1, "status": "passed", "visibility": "after_published"}]}
+    ok = {
+        "score": 1.0,
+        "output": "x",
+        "output_format": "md",
+        "tests": [
+            {
+                "name": "a",
+                "score": 1,
+                "max_score": 1,
+                "status": "passed",
+                "visibility": "after_published",
+            }
+        ],
+    }
     jsonschema.validate(ok, SCHEMA)
-    for bad in ({**ok, "tests": [{**ok["tests"][0], "visibility": "later"}]},
-                {**ok, "output_format": "markdown"},
-                {**ok, "tests": [{**ok["tests"][0], "status": "error"}]},
-                {"tests": [{"name": "a"}]}):
+    for bad in (
+        {**ok, "tests": [{**ok["tests"][0], "visibility": "later"}]},
+        {**ok, "output_format": "markdown"},
+        {**ok, "tests": [{**ok["tests"][0], "status": "error"}]},
+        {"tests": [{"name": "a"}]},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, SCHEMA)
 
@@ -140,19 +230,29 @@ def test_the_package_builds_an_sdist_and_a_wheel_that_pass_twine_check(tmp_path:
     # From a copy of what git tracks (never this checkout's build/ or other people's edits of
     # untracked files), as a clean clone would be.
     src = tmp_path / "src"
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout
     for rel in filter(None, tracked.decode().split("\0")):
         if (REPO / rel).is_file():
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, src / rel)
     dist = tmp_path / "dist"
-    built = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(src)],
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     sdist, wheel = sorted(dist.glob("attnkata-*.tar.gz")), sorted(dist.glob("attnkata-*.whl"))
     assert len(sdist) == 1 and len(wheel) == 1
-    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, sdist + wheel)],
-                             capture_output=True, text=True, timeout=120)
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, sdist + wheel)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     with zipfile.ZipFile(wheel[0]) as z:
         info = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))

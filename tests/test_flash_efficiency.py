@@ -30,7 +30,9 @@ MISTAKES = Path(__file__).resolve().parent / "fixtures" / "mistakes"
 @pytest.mark.parametrize(("L", "S"), [(19, 27), (27, 13), (16, 16), (1, 5), (5, 1)])
 def test_references_match_dense_attention(L: int, S: int) -> None:
     g = torch.Generator().manual_seed(L * 100 + S)
-    for (bq, bk), is_causal, with_mask in itertools.product([(3, 4), (8, 8), (64, 64)], (False, True), (False, True)):
+    for (bq, bk), is_causal, with_mask in itertools.product(
+        [(3, 4), (8, 8), (64, 64)], (False, True), (False, True)
+    ):
         q = torch.randn(2, 3, L, 5, generator=g, dtype=torch.float64, requires_grad=True)
         k = torch.randn(2, 3, S, 5, generator=g, dtype=torch.float64, requires_grad=True)
         v = torch.randn(2, 3, S, 4, generator=g, dtype=torch.float64, requires_grad=True)
@@ -39,7 +41,9 @@ def test_references_match_dense_attention(L: int, S: int) -> None:
         if mask is not None:
             allowed = allowed & mask
         want = dense_sdpa(q, k, v, mask=allowed, scale=0.7)
-        want_lse = torch.logsumexp((q @ k.transpose(-2, -1) * 0.7).masked_fill(~allowed, float("-inf")), -1)
+        want_lse = torch.logsumexp(
+            (q @ k.transpose(-2, -1) * 0.7).masked_fill(~allowed, float("-inf")), -1
+        )
         kw = {"mask": mask, "is_causal": is_causal, "scale": 0.7, "block_q": bq, "block_k": bk}
         label = f"L={L}, S={S}, tiles {bq}x{bk}, causal={is_causal}, mask={with_mask}"
         with torch.no_grad():
@@ -64,7 +68,9 @@ def test_references_allocate_tiles_only() -> None:
             out = func(*args, **(kwargs or {}))
             for t in out if isinstance(out, tuple | list) else (out,):
                 if isinstance(t, torch.Tensor):
-                    Largest.elements = max(Largest.elements, t.untyped_storage().nbytes() // t.element_size())
+                    Largest.elements = max(
+                        Largest.elements, t.untyped_storage().nbytes() // t.element_size()
+                    )
             return out
 
     n, d, tile = 1024, 16, 64
@@ -84,8 +90,9 @@ def _tiers(kata: str, fixture: str) -> dict[str, set[str]]:
     by_tier: dict[str, set[str]] = {}
     for t in result.tests:
         by_tier.setdefault(t.tier, set()).add(t.status)
-    return {tier: statuses for tier, statuses in by_tier.items()} | {"_messages": {
-        t.message for t in result.tests if t.status != PASS}}
+    return {tier: statuses for tier, statuses in by_tier.items()} | {
+        "_messages": {t.message for t in result.tests if t.status != PASS}
+    }
 
 
 @pytest.mark.slow
@@ -103,8 +110,13 @@ def test_dense_solution_fails_only_efficient(kata: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("kata", "fixture"), [("flash-attention", "flash-empty-block-nan.py"),
-                                               ("flash-attention-backward", "flash-bwd-nan-empty-rows.py")])
+@pytest.mark.parametrize(
+    ("kata", "fixture"),
+    [
+        ("flash-attention", "flash-empty-block-nan.py"),
+        ("flash-attention-backward", "flash-bwd-nan-empty-rows.py"),
+    ],
+)
 def test_efficient_but_wrong_fails_only_edge(kata: str, fixture: str) -> None:
     tiers = _tiers(kata, fixture)
     assert tiers["core"] == {PASS} and tiers["efficient"] == {PASS}, tiers

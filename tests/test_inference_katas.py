@@ -51,16 +51,21 @@ def _diagnosis(kata: str, fixture: str) -> dict:
     return json.loads(json.dumps(top.data))
 
 
-@pytest.mark.parametrize(("kata", "fixture", "columns"), [
-    ("rope", "rope-wrong-layout", {2}),  # the candidate's partner column
-    ("kv-cache", "cache-positions-restart", {4}),  # the positions it used
-    ("kv-cache", "cache-stores-repeated-heads", {2, 3}),  # its k and v shapes
-])
+@pytest.mark.parametrize(
+    ("kata", "fixture", "columns"),
+    [
+        ("rope", "rope-wrong-layout", {2}),  # the candidate's partner column
+        ("kv-cache", "cache-positions-restart", {4}),  # the positions it used
+        ("kv-cache", "cache-stores-repeated-heads", {2, 3}),  # its k and v shapes
+    ],
+)
 def test_pictures(kata, fixture, columns):
     data = _diagnosis(kata, fixture)
     (picture,) = data["pictures"]
     assert picture["caption"]["en"] and picture["caption"]["zh"]
-    assert 0 < len(picture["rows"]) <= 12 and all(len(r) == len(picture["columns"]) <= 8 for r in picture["rows"])
+    assert 0 < len(picture["rows"]) <= 12 and all(
+        len(r) == len(picture["columns"]) <= 8 for r in picture["rows"]
+    )
     assert picture["differs"] and {c for _, c in picture["differs"]} == columns
 
 
@@ -72,6 +77,8 @@ def test_position_timeline_reads_the_positions_the_code_used():
 
 
 def test_cache_written_in_place_is_caught_by_the_grader():
-    result = check(get_kata("kv-cache"), MISTAKES / "kv-cache" / "input-mutated.py", maxfail=1, diagnose=False)
+    result = check(
+        get_kata("kv-cache"), MISTAKES / "kv-cache" / "input-mutated.py", maxfail=1, diagnose=False
+    )
     failed = [t for t in result.tests if t.status == "fail"]
     assert failed and "modified its input" in failed[0].message

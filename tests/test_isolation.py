@@ -78,7 +78,9 @@ def test_code_that_timed_out_is_not_run_again():
             c.call(FN, QKV)
         t0 = time.monotonic()
         for _ in range(3):  # every later test that needs the same function: at once
-            with pytest.raises(CandidateTimeout, match="not run: `scaled_dot_product_attention` already ran"):
+            with pytest.raises(
+                CandidateTimeout, match="not run: `scaled_dot_product_attention` already ran"
+            ):
                 c.call(FN, QKV)
         assert time.monotonic() - t0 < 0.5
 
@@ -114,10 +116,13 @@ def test_a_forged_reply_cannot_run_code_in_the_grader():
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("name", ["uses_sdpa.py", "cheats_via_c_api.py", "uses_mha_module.py",
-                                  "uses_flex_attention.py"])
+@pytest.mark.parametrize(
+    "name", ["uses_sdpa.py", "cheats_via_c_api.py", "uses_mha_module.py", "uses_flex_attention.py"]
+)
 def test_banned_attention_apis_are_caught_at_runtime(name):
-    with pytest.raises(CandidateBanned, match="banned|scaled_dot_product|multi_head|flex_attention"):
+    with pytest.raises(
+        CandidateBanned, match="banned|scaled_dot_product|multi_head|flex_attention"
+    ):
         call_hostile(name, Limits(call_timeout=10, total_timeout=20))
 
 
@@ -144,8 +149,23 @@ def test_hostile_runs_end_with_a_verdict_from_the_cli(tmp_path):
     """The real `kata` process survives each hostile candidate and exits 1 (a verdict)."""
     env = {**os.environ, "KATA_HOME": str(tmp_path)}
     for name in ("loop.py", "sys_exit.py", "os_exit.py", "huge_alloc.py"):
-        proc = subprocess.run([sys.executable, "-m", "attnkata", "check", "sdpa", str(HOSTILE / name),
-                               "--timeout", "1", "--json"], env=env, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "attnkata",
+                "check",
+                "sdpa",
+                str(HOSTILE / name),
+                "--timeout",
+                "1",
+                "--json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 1, (name, proc.stderr)
         assert "Traceback" not in proc.stderr
         import json
@@ -159,7 +179,9 @@ def test_code_that_closes_its_channel_and_stays_alive_is_stopped_once_not_waited
     attack = Path(__file__).parent / "fixtures" / "attacks" / "close_channel.py"
     # A generous limit: walking gc.get_objects() on a busy machine must not become a timeout.
     with Candidate(attack, Limits(call_timeout=15.0, total_timeout=30.0)) as c:
-        with pytest.raises(CandidateCrashed, match="closed its connection to the grader and was stopped"):
+        with pytest.raises(
+            CandidateCrashed, match="closed its connection to the grader and was stopped"
+        ):
             c.call(FN, QKV)
         t0 = time.monotonic()
         with pytest.raises(CandidateCrashed, match="not run: .* closed its connection"):

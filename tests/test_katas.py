@@ -19,7 +19,8 @@ def test_skeleton_matches_the_reference_markers(kata_id):
     kata = get_kata(kata_id)
     assert kata.skeleton_path.read_text(encoding="utf-8") == skeleton_for(kata_id), (
         f"{kata.skeleton_path} drifted from {reference_path(kata_id)}: "
-        "run `python -m attnkata.checker.skeleton`")
+        "run `python -m attnkata.checker.skeleton`"
+    )
 
 
 @pytest.mark.parametrize("kata_id", KATAS)

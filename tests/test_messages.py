@@ -37,7 +37,7 @@ def test_the_data_modules_make_one_key_space():
     total = sum(len(p) for p in parts)
     assert all(p.keys() <= MESSAGES.keys() for p in parts)
     for i, a in enumerate(parts):
-        for b in parts[i + 1:]:
+        for b in parts[i + 1 :]:
             assert not a.keys() & b.keys()
     # The engine's own sentences plus the parts, none defined twice.
     assert len(MESSAGES) > total
@@ -47,10 +47,18 @@ def test_msg_formats_in_either_language_and_falls_back_to_english():
     assert msg("mock.cli.about", "en", n=3) == "~3 min"
     assert msg("mock.cli.about", "zh", n=3) == "约 3 分钟"
     assert msg("mock.cli.about", "fr", n=3) == "~3 min"
-    assert both("render.same_as", test="t1") == {"en": "(same message as t1)", "zh": "（信息同 t1）"}
+    assert both("render.same_as", test="t1") == {
+        "en": "(same message as t1)",
+        "zh": "（信息同 t1）",
+    }
     assert phrase("doing_call", name="f").render("zh") == "调用 f 时"
-    nested = both("scorecard.rule.lean_no", why=phrase("scorecard.rule.why", n_pass=1, n=2), total=60,
-                  lean_total=50, hire_total=70)
+    nested = both(
+        "scorecard.rule.lean_no",
+        why=phrase("scorecard.rule.why", n_pass=1, n=2),
+        total=60,
+        lean_total=50,
+        hire_total=70,
+    )
     assert nested["en"].startswith("lean no: 1 of 2 problem(s) pass;")
     assert nested["zh"].startswith("倾向不录用：2 道题中通过 1 道；")
     assert label("report.statuses", "pass", "zh") == "通过"
@@ -61,33 +69,65 @@ def test_msg_formats_in_either_language_and_falls_back_to_english():
 # Out of scope: the diagnosis engine and the mistake catalogue (checker/mistakes.py renders its
 # own en/zh content from mistakes.toml), and the static policy; the message catalogue itself
 # holds the one `lang == "zh"` of `msg`.
-SKIP = ("checker/diagnose/", "checker/mistakes.py", "checker/policy.py", "checker/messages.py", "checker/messages_")
+SKIP = (
+    "checker/diagnose/",
+    "checker/mistakes.py",
+    "checker/policy.py",
+    "checker/messages.py",
+    "checker/messages_",
+)
 
 # Branches on the language that are not translations: (file, the line's text, why).
 ALLOWED = [
-    ("checker/catalog.py", 'return self.zh if lang == "zh" else self.en',
-     "Text.get picks a kata's own text from kata.toml, not an engine message"),
-    ("checker/catalog.py", '("statement.zh.md" if lang == "zh" else "statement.md")',
-     "the name of the statement's file in that language"),
-    ("checker/catalog.py", 'name = "conventions.zh.md" if lang == "zh" else "conventions.md"',
-     "the name of the conventions' file in that language"),
-    ("checker/sets/report.py", 'doc_lang = "zh" if cr.lang == "zh" else "en"',
-     "the HTML document's lang attribute"),
-    ("checker/sets/handout.py", 'doc_lang = "zh" if langs == ["zh"] else "en"',
-     "the HTML document's lang attribute"),
-    ("cli/console.py", 'return "zh" if value.lower().startswith("zh") else "en"',
-     "the language named by a locale variable"),
-    ("cli/console.py", 'return "zh" if loc.lower().startswith("zh") else "en"',
-     "the language of the system's locale"),
-    ("checker/sets/grade.py", 'lang = opts.lang or ("zh" if manifest.options.get("lang") == "zh" else "en")',
-     "which language to grade in, from the options"),
+    (
+        "checker/catalog.py",
+        'return self.zh if lang == "zh" else self.en',
+        "Text.get picks a kata's own text from kata.toml, not an engine message",
+    ),
+    (
+        "checker/catalog.py",
+        '("statement.zh.md" if lang == "zh" else "statement.md")',
+        "the name of the statement's file in that language",
+    ),
+    (
+        "checker/catalog.py",
+        'name = "conventions.zh.md" if lang == "zh" else "conventions.md"',
+        "the name of the conventions' file in that language",
+    ),
+    (
+        "checker/sets/report.py",
+        'doc_lang = "zh" if cr.lang == "zh" else "en"',
+        "the HTML document's lang attribute",
+    ),
+    (
+        "checker/sets/handout.py",
+        'doc_lang = "zh" if langs == ["zh"] else "en"',
+        "the HTML document's lang attribute",
+    ),
+    (
+        "cli/console.py",
+        'return "zh" if value.lower().startswith("zh") else "en"',
+        "the language named by a locale variable",
+    ),
+    (
+        "cli/console.py",
+        'return "zh" if loc.lower().startswith("zh") else "en"',
+        "the language of the system's locale",
+    ),
+    (
+        "checker/sets/grade.py",
+        'lang = opts.lang or ("zh" if manifest.options.get("lang") == "zh" else "en")',
+        "which language to grade in, from the options",
+    ),
 ]
 
 # `lang == "zh"`, `x.lang != "en"`, `"zh" if ...`, `... if zh else ...`: a choice between two
 # texts by language.
 BRANCH = re.compile(r"""[!=]=\s*["'](zh|en)["']|["']zh["']\s+if\b|\bif\s+zh\b""")
 # {"en": "...", "zh": "..."} or Text(en="...", zh="..."): a pair of literal texts.
-PAIR = re.compile(r"""["']en["']\s*:\s*f?["'].*["']zh["']\s*:\s*f?["']|\ben\s*=\s*f?["'].*\bzh\s*=\s*f?["']""")
+PAIR = re.compile(
+    r"""["']en["']\s*:\s*f?["'].*["']zh["']\s*:\s*f?["']|\ben\s*=\s*f?["'].*\bzh\s*=\s*f?["']"""
+)
 # A table per language: {"en": {...}, "zh": {...}} (its "zh" line opening a dict, list or tuple).
 TABLE = re.compile(r"""^\s*["']zh["']\s*:\s*[{\[(]""")
 
@@ -114,7 +154,9 @@ def test_no_inline_translation_outside_the_catalogue():
                 used.add(hit)
             else:
                 found.append(f"{rel}:{n}: {line.strip()}")
-    assert not found, "translate with checker.messages.msg and a catalogue key:\n" + "\n".join(found)
+    assert not found, "translate with checker.messages.msg and a catalogue key:\n" + "\n".join(
+        found
+    )
     assert used == allowed, f"exceptions that no longer occur: {allowed - used}"
 
 
@@ -122,7 +164,9 @@ def test_the_retired_tables_are_gone():
     assert not (ROOT / "checker" / "mock" / "text.py").exists()
     for f in _sources():
         text = f.read_text(encoding="utf-8")
-        assert not re.search(r"^(LABELS|L10N|L|_LABELS|GRID_LABELS|_WORDS|SCREEN_TEXT|TEXT)\s*[:=]", text, re.M), f
+        assert not re.search(
+            r"^(LABELS|L10N|L|_LABELS|GRID_LABELS|_WORDS|SCREEN_TEXT|TEXT)\s*[:=]", text, re.M
+        ), f
 
 
 def test_the_catalogue_has_no_unused_module():

@@ -71,7 +71,9 @@ def test_explain_json():
 def test_explain_unknown_id_suggests_the_closest_and_exits_2():
     res = kata("explain", "fully-masked-row-unifrom")
     assert res.exit_code == 2
-    assert "unknown mistake" in res.stderr and "did you mean 'fully-masked-row-uniform'" in res.stderr
+    assert (
+        "unknown mistake" in res.stderr and "did you mean 'fully-masked-row-uniform'" in res.stderr
+    )
 
 
 @pytest.mark.parametrize("mid", demos.ids())
@@ -114,6 +116,8 @@ def test_hint_falls_back_to_the_catalogue_fix():
     res = kata("hint", "sdpa-numpy", "--lang", "zh")
     m = mistakes.get("fully-masked-row-uniform")
     flat = "".join(res.stdout.split())  # the console wraps long lines
-    assert "".join(m.render("fix", "zh").split()) in flat and "fully-masked-row-uniform" in res.stdout
+    assert (
+        "".join(m.render("fix", "zh").split()) in flat and "fully-masked-row-uniform" in res.stdout
+    )
     # Shown once; the next hint is the first progressive one.
     assert "1/" in kata("hint", "sdpa-numpy").stdout

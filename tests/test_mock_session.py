@@ -22,7 +22,9 @@ from attnkata.cli.app import app
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = (REPO / "reference" / "sdpa.py").read_text(encoding="utf-8")
 # Right everywhere except that it refuses an explicit scale: one core test fails with an exception.
-WRONG = REFERENCE + '''
+WRONG = (
+    REFERENCE
+    + """
 
 _reference = scaled_dot_product_attention
 
@@ -31,7 +33,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
     if scale is not None:
         raise ValueError("custom scales are not supported")
     return _reference(q, k, v, mask=mask, scale=scale)
-'''
+"""
+)
 SDPA = catalog.get_kata("sdpa")
 runner = CliRunner()
 
@@ -48,12 +51,24 @@ def at(monkeypatch: pytest.MonkeyPatch, value: float | str) -> None:
 
 
 def start(tmp_path: Path, seed: int = 11) -> dict[str, Any]:
-    res = kata("mock", "start", "--katas", "sdpa", "--seed", str(seed), "--no-interactive", "--json",
-               "--dir", str(tmp_path / "session"))
+    res = kata(
+        "mock",
+        "start",
+        "--katas",
+        "sdpa",
+        "--seed",
+        str(seed),
+        "--no-interactive",
+        "--json",
+        "--dir",
+        str(tmp_path / "session"),
+    )
     return json.loads(res.stdout)
 
 
-def answers_for(seed: int, tmp_path: Path, *, wrong_choice: bool, open_rating: int) -> tuple[Path, list[int]]:
+def answers_for(
+    seed: int, tmp_path: Path, *, wrong_choice: bool, open_rating: int
+) -> tuple[Path, list[int]]:
     """An answers file for this seed's questions and the points each answer should earn."""
     answers: dict[str, Any] = {}
     points = []
@@ -103,11 +118,15 @@ def test_full_session_with_a_wrong_solution(tmp_path, monkeypatch):
     p = card["problems"][0]
     assert p["status"] == "fail" and p["attempted"] and not p["passed"]
     assert "explicit_scale" in p["failed_tests"]
-    core_failed = sum(1 for t in checked["tests"] if t["tier"] == "core" and t["status"] not in ("pass", "skip"))
+    core_failed = sum(
+        1 for t in checked["tests"] if t["tier"] == "core" and t["status"] not in ("pass", "skip")
+    )
     assert p["tiers"]["core"][0] == p["tiers"]["core"][1] - core_failed and core_failed >= 1
     assert "exception" in [m["id"] for m in p["mistakes"]]
     assert (p["hints"], p["checks"], p["time_to_first_pass"]) == (1, 1, None)
-    assert p["score"] == pytest.approx(round(scorecard.tier_score(p["tiers"]) - scorecard.HINT_COST, 1))
+    assert p["score"] == pytest.approx(
+        round(scorecard.tier_score(p["tiers"]) - scorecard.HINT_COST, 1)
+    )
 
     fu = card["followups"]
     assert [q["points"] for q in fu["questions"]] == points
@@ -130,14 +149,18 @@ def test_full_session_with_a_wrong_solution(tmp_path, monkeypatch):
     with contextlib.closing(store.connect()) as conn:
         attempts = conn.execute("SELECT * FROM attempts WHERE mode = 'mock'").fetchall()
         row = conn.execute("SELECT * FROM mock_sessions WHERE id = ?", (info["id"],)).fetchone()
-    assert [(a["kata"], a["status"], a["session"]) for a in attempts] == [("sdpa", "fail", info["id"])]
+    assert [(a["kata"], a["status"], a["session"]) for a in attempts] == [
+        ("sdpa", "fail", info["id"])
+    ]
     assert "exception" in json.loads(attempts[0]["diagnoses"])
     assert (row["state"], row["verdict"], row["score"]) == ("done", expected, card["total"])
 
     hist = json.loads(kata("mock", "history", "--json").stdout)
     assert hist["sessions"][0]["id"] == info["id"] and hist["trend"]["last"] == card["total"]
     assert "strong hire" not in kata("mock", "history").output
-    assert kata("mock", "card", "--json").stdout.strip() == json.dumps(card, ensure_ascii=False, indent=2)
+    assert kata("mock", "card", "--json").stdout.strip() == json.dumps(
+        card, ensure_ascii=False, indent=2
+    )
     assert kata("solution", "sdpa", "--yes").exit_code == 0  # the session is over
     kata("mock", "submit", code=2)
 
@@ -150,13 +173,19 @@ def test_correct_solution_answers_later_and_is_a_strong_hire(tmp_path, monkeypat
     at(monkeypatch, t0 + 300)
     kata("mock", "check", "sdpa")
     status = json.loads(kata("mock", "status", "--json").stdout)
-    assert status["problems"][0]["status"] == "pass" and status["problems"][0]["time_to_first_pass"] == 300
+    assert (
+        status["problems"][0]["status"] == "pass"
+        and status["problems"][0]["time_to_first_pass"] == 300
+    )
 
     at(monkeypatch, t0 + 900)
     pending = json.loads(kata("mock", "submit", "--json").stdout)
     assert not pending["final"] and pending["verdict"] is None
     assert pending["followups"]["pending"] == len(pending["followups"]["questions"]) == 3
-    assert all(q["prompt"]["en"] and "{" not in q["prompt"]["en"] for q in pending["followups"]["questions"])
+    assert all(
+        q["prompt"]["en"] and "{" not in q["prompt"]["en"]
+        for q in pending["followups"]["questions"]
+    )
     text = kata("mock", "card").output
     assert "pending" in text
     kata("mock", "start", "--katas", "sdpa", "--no-interactive", code=2)  # follow-ups still open
@@ -165,7 +194,11 @@ def test_correct_solution_answers_later_and_is_a_strong_hire(tmp_path, monkeypat
     card = json.loads(kata("mock", "answer", "--answers", str(answers), "--json").stdout)
     assert card["final"] and card["followups"]["percent"] == 100
     p = card["problems"][0]
-    assert p["passed"] and p["tiers"]["core"][0] == p["tiers"]["core"][1] and p["time_to_first_pass"] == 300
+    assert (
+        p["passed"]
+        and p["tiers"]["core"][0] == p["tiers"]["core"][1]
+        and p["time_to_first_pass"] == 300
+    )
     assert (card["total"], card["verdict"]) == (100, "strong hire")
     assert card["rule"]["en"].startswith("strong hire: all 1 problem(s) pass, total 100 >= 85")
     kata("mock", "answer", "--answers", str(answers), code=2)  # nothing left to answer
@@ -204,16 +237,22 @@ def test_file_saved_after_an_unwatched_deadline_counts_as_last_checked(tmp_path,
     assert card["submit_reason"] == "deadline"
 
 
-def test_model_answers_appear_only_once_answered_and_mid_session_mistakes_stay(tmp_path, monkeypatch):
+def test_model_answers_appear_only_once_answered_and_mid_session_mistakes_stay(
+    tmp_path, monkeypatch
+):
     t0 = time.time()
     at(monkeypatch, t0)
     info = start(tmp_path, seed=31)
     path = Path(info["problems"][0]["file"])
-    unscaled = REFERENCE.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale",
-                                 "scale = 1.0 if scale is None else scale")
+    unscaled = REFERENCE.replace(
+        "scale = 1.0 / math.sqrt(d) if scale is None else scale",
+        "scale = 1.0 if scale is None else scale",
+    )
     assert unscaled != REFERENCE, "the reference's scale line changed: update this test"
     at(monkeypatch, t0 + 60)
-    kata("mock", "check", "sdpa", code=None)  # the untouched skeleton: its NotImplementedError is no mistake
+    kata(
+        "mock", "check", "sdpa", code=None
+    )  # the untouched skeleton: its NotImplementedError is no mistake
     path.write_text(unscaled, encoding="utf-8")
     at(monkeypatch, t0 + 200)
     assert "missing-scale" in kata("mock", "check", "sdpa", code=None).output
@@ -235,20 +274,52 @@ def test_model_answers_appear_only_once_answered_and_mid_session_mistakes_stay(t
     model = {q["id"]: q["answer"] for q in followups.questions_for(SDPA, 31)}
     assert any(model.values())
     assert all(q["model_answer"] == model[q["id"]] for q in card["followups"]["questions"])
-    assert card["problems"][0]["mistakes"] == [{"id": "missing-scale", "title": mistakes[0]["title"], "fixed": True}]
-    assert "fixed before the end" in (tmp_path / "session" / "scorecard.md").read_text(encoding="utf-8")
+    assert card["problems"][0]["mistakes"] == [
+        {"id": "missing-scale", "title": mistakes[0]["title"], "fixed": True}
+    ]
+    assert "fixed before the end" in (tmp_path / "session" / "scorecard.md").read_text(
+        encoding="utf-8"
+    )
     assert "missing-scale" in kata("mock", "card").output
 
 
 def test_a_chosen_kata_longer_than_the_interview_is_warned_about(tmp_path):
-    res = runner.invoke(app, ["mock", "start", "--katas", "mla", "--minutes", "30", "--no-interactive", "--json",
-                              "--dir", str(tmp_path / "s1")])
+    res = runner.invoke(
+        app,
+        [
+            "mock",
+            "start",
+            "--katas",
+            "mla",
+            "--minutes",
+            "30",
+            "--no-interactive",
+            "--json",
+            "--dir",
+            str(tmp_path / "s1"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     want = catalog.get_kata("mla").minutes
     assert want > 30
-    assert f"mla ({want} min) suggest {want} minutes in all, more than this 30-minute interview" in " ".join(res.stderr.split())
+    assert (
+        f"mla ({want} min) suggest {want} minutes in all, more than this 30-minute interview"
+        in " ".join(res.stderr.split())
+    )
     json.loads(res.stdout)  # stdout stays pure JSON
     kata("mock", "abandon", "--yes")
-    ok = runner.invoke(app, ["mock", "start", "--katas", "sdpa", "--minutes", "30", "--no-interactive",
-                             "--dir", str(tmp_path / "s2")])
+    ok = runner.invoke(
+        app,
+        [
+            "mock",
+            "start",
+            "--katas",
+            "sdpa",
+            "--minutes",
+            "30",
+            "--no-interactive",
+            "--dir",
+            str(tmp_path / "s2"),
+        ],
+    )
     assert ok.exit_code == 0 and "warning" not in ok.stderr

@@ -41,11 +41,15 @@ class Tmux:
         self.started = False
 
     def _tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, *args], check=True, capture_output=True,
-                              text=True).stdout
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True
+        ).stdout
 
     def start(self, args: list[str]) -> None:
-        env = " ".join(f"{k}={shlex.quote(os.environ[k])}" for k in ("KATA_HOME", "KATA_WORKSPACE", "KATA_LANG"))
+        env = " ".join(
+            f"{k}={shlex.quote(os.environ[k])}"
+            for k in ("KATA_HOME", "KATA_WORKSPACE", "KATA_LANG")
+        )
         command = f"exec env {env} TERM=xterm-256color {shlex.join(args)}"
         if not self.started:
             self._tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40")
@@ -99,7 +103,9 @@ class Pexpect:
 
         self.close()
         env = {**os.environ, "TERM": "xterm-256color"}
-        self.child = pexpect.spawn(args[0], args[1:], env=env, dimensions=(40, 120), encoding="utf-8")
+        self.child = pexpect.spawn(
+            args[0], args[1:], env=env, dimensions=(40, 120), encoding="utf-8"
+        )
         self.raw, self.pos = "", 0
 
     def screen(self) -> str:
@@ -111,12 +117,14 @@ class Pexpect:
         end = time.monotonic() + timeout
         while True:
             text = ANSI.sub("", self.raw)
-            found = re.search(pattern, text[self.pos:])
+            found = re.search(pattern, text[self.pos :])
             if found:
                 self.pos += found.end()
                 return text[-4000:]
             if time.monotonic() > end:
-                raise AssertionError(f"{pattern!r} never appeared; the output ended with:\n{text[-2000:]}")
+                raise AssertionError(
+                    f"{pattern!r} never appeared; the output ended with:\n{text[-2000:]}"
+                )
             try:
                 self.raw += self.child.read_nonblocking(65536, timeout=0.2)
             except pexpect.TIMEOUT:
@@ -170,8 +178,20 @@ def _gone(pid: int, timeout: float = 10.0) -> bool:
 @pytest.mark.slow
 def test_screen_checks_then_survives_kill_and_resumes(tmp_path, term):
     folder = tmp_path / "session"
-    term.start(kata_command("mock", "start", "--katas", "sdpa", "--minutes", "30", "--seed", "5",
-                            "--dir", str(folder)))
+    term.start(
+        kata_command(
+            "mock",
+            "start",
+            "--katas",
+            "sdpa",
+            "--minutes",
+            "30",
+            "--seed",
+            "5",
+            "--dir",
+            str(folder),
+        )
+    )
     first = term.wait_for(r"Time left\s+\d\d:\d\d")
     assert "sdpa.py" in first or term.name == "pexpect"
     deadline = sess.load(folder).deadline
@@ -183,7 +203,9 @@ def test_screen_checks_then_survives_kill_and_resumes(tmp_path, term):
     statement = (folder / "sdpa.statement.md").read_text(encoding="utf-8").splitlines()
     prose = next(line for line in statement if line[:1].isalpha())
     # less shows the top of the statement; a plain pager prints it all and asks for Enter
-    term.wait_for(re.escape(" ".join(re.sub(r"[`*]", "", prose).split()[:2])) + "|Press Enter to return")
+    term.wait_for(
+        re.escape(" ".join(re.sub(r"[`*]", "", prose).split()[:2])) + "|Press Enter to return"
+    )
     term.send_line("q")  # q leaves less; Enter leaves the plain pager where there is no less
     term.wait_for(r"Time left\s+\d\d:\d\d")
 

@@ -24,9 +24,15 @@ runner = CliRunner()
 
 
 def numeric(formula: str = "L * S * d", tolerance: float = 0.001) -> FollowUp:
-    return FollowUp(id="flops", kind="numeric", prompt=Text("L={L} S={S} d={d} {not_a_param}", "L={L}"),
-                    params={"L": (512.0, 1024.0, 2048.0), "S": (512.0, 4096.0), "d": (64.0, 128.0)},
-                    formula=formula, tolerance=tolerance, unit="multiply-adds")
+    return FollowUp(
+        id="flops",
+        kind="numeric",
+        prompt=Text("L={L} S={S} d={d} {not_a_param}", "L={L}"),
+        params={"L": (512.0, 1024.0, 2048.0), "S": (512.0, 4096.0), "d": (64.0, 128.0)},
+        formula=formula,
+        tolerance=tolerance,
+        unit="multiply-adds",
+    )
 
 
 # -- follow-ups ------------------------------------------------------------------------------
@@ -37,7 +43,9 @@ def test_numeric_questions_follow_the_seed():
     p = a["params"]
     assert a["expected"] == p["L"] * p["S"] * p["d"]
     assert a["prompt"]["en"] == f"L={int(p['L'])} S={int(p['S'])} d={int(p['d'])} {{not_a_param}}"
-    drawn = {tuple(followups.instantiate("sdpa", fu, seed)["params"].values()) for seed in range(20)}
+    drawn = {
+        tuple(followups.instantiate("sdpa", fu, seed)["params"].values()) for seed in range(20)
+    }
     assert len(drawn) > 3, "different sessions must ask different numbers"
 
 
@@ -55,7 +63,9 @@ def test_numeric_grading():
     assert doubled["points"] == 0 and "factor of 2" in doubled["feedback"]["en"]
     assert "1000 or 1024" in followups.grade(q, e / 1024)["feedback"]["en"]
     bad = followups.grade(q, "lots")
-    assert (bad["points"], bad["status"]) == (0, "invalid") and "not a number" in bad["feedback"]["en"]
+    assert (bad["points"], bad["status"]) == (0, "invalid") and "not a number" in bad["feedback"][
+        "en"
+    ]
     assert followups.grade(q, "")["status"] == "unanswered"
 
 
@@ -100,7 +110,10 @@ def test_open_questions_are_self_rated():
 
 
 def test_selection_keeps_a_numeric_question_and_the_kata_order():
-    extra = tuple(FollowUp(id=f"o{i}", kind="open", prompt=Text("p", "p"), answer=Text("a", "a")) for i in range(4))
+    extra = tuple(
+        FollowUp(id=f"o{i}", kind="open", prompt=Text("p", "p"), answer=Text("a", "a"))
+        for i in range(4)
+    )
     kata = SDPA.__class__(**{**SDPA.__dict__, "followups": SDPA.followups + extra})
     for seed in range(8):
         chosen = followups.select(kata, seed)
@@ -113,7 +126,9 @@ def test_selection_keeps_a_numeric_question_and_the_kata_order():
 def test_answers_files(tmp_path: Path):
     qs = followups.questions_for(SDPA, 4)
     toml = tmp_path / "a.toml"
-    toml.write_text('sdpa.score-flops = 5\n"sdpa.why-sqrt-d" = { answer = "x", rating = 1 }\n', encoding="utf-8")
+    toml.write_text(
+        'sdpa.score-flops = 5\n"sdpa.why-sqrt-d" = { answer = "x", rating = 1 }\n', encoding="utf-8"
+    )
     loaded = followups.load_answers(toml)
     assert loaded == {"sdpa.score-flops": 5, "sdpa.why-sqrt-d": {"answer": "x", "rating": 1}}
     js = tmp_path / "a.json"
@@ -129,7 +144,9 @@ def test_answers_files(tmp_path: Path):
 
 # -- picking ---------------------------------------------------------------------------------
 def fake(kata_id: str, minutes: int, mistakes: tuple[str, ...] = ()) -> catalog.Kata:
-    return SDPA.__class__(**{**SDPA.__dict__, "id": kata_id, "minutes": minutes, "mistakes": mistakes})
+    return SDPA.__class__(
+        **{**SDPA.__dict__, "id": kata_id, "minutes": minutes, "mistakes": mistakes}
+    )
 
 
 def test_picker_is_reproducible_and_prefers_weak_spots():
@@ -169,20 +186,25 @@ def test_picker_fills_the_time_budget():
 def test_tier_score_weights():
     assert scorecard.tier_score({"core": [10, 10], "edge": [5, 5]}) == 100
     assert scorecard.tier_score({"core": [10, 10], "edge": [0, 5]}) == pytest.approx(100 * 60 / 90)
-    assert scorecard.tier_score({"core": [5, 10], "edge": [5, 5], "efficient": [0, 2]}) == pytest.approx(60)
+    assert scorecard.tier_score(
+        {"core": [5, 10], "edge": [5, 5], "efficient": [0, 2]}
+    ) == pytest.approx(60)
     assert scorecard.tier_score({}) == 0
 
 
-@pytest.mark.parametrize(("passed", "total", "fu", "hints", "verdict"), [
-    ([True, True], 90, 80.0, 1, "strong hire"),
-    ([True, True], 90, 80.0, 2, "hire"),
-    ([True], 86, 50.0, 0, "hire"),
-    ([True], 86, None, 0, "strong hire"),
-    ([True, False], 60, 100.0, 0, "lean no"),
-    ([False], 55, 0.0, 0, "lean no"),
-    ([True, False, False], 20, 0.0, 0, "lean no"),
-    ([False], 40, 100.0, 0, "no hire"),
-])
+@pytest.mark.parametrize(
+    ("passed", "total", "fu", "hints", "verdict"),
+    [
+        ([True, True], 90, 80.0, 1, "strong hire"),
+        ([True, True], 90, 80.0, 2, "hire"),
+        ([True], 86, 50.0, 0, "hire"),
+        ([True], 86, None, 0, "strong hire"),
+        ([True, False], 60, 100.0, 0, "lean no"),
+        ([False], 55, 0.0, 0, "lean no"),
+        ([True, False, False], 20, 0.0, 0, "lean no"),
+        ([False], 40, 100.0, 0, "no hire"),
+    ],
+)
 def test_verdict_rules(passed, total, fu, hints, verdict):
     got, rule = scorecard.decide([{"passed": p} for p in passed], total, fu, hints)
     assert got == verdict
@@ -234,15 +256,26 @@ def test_file_saved_before_the_deadline_is_taken_as_is(tmp_path, monkeypatch):
     assert s.snapshot_path(s.problems[0]).read_text(encoding="utf-8") == "# mine\n"
     assert s.problems[0].snapshot_note == ""
     (s.folder / "sdpa.py").write_text("# changed later\n", encoding="utf-8")
-    assert sess.close_if_due(s.folder).snapshot_path(s.problems[0]).read_text(encoding="utf-8") == "# mine\n"
+    assert (
+        sess.close_if_due(s.folder).snapshot_path(s.problems[0]).read_text(encoding="utf-8")
+        == "# mine\n"
+    )
 
 
 def test_hints_cost_points_and_follow_mistakes(tmp_path, monkeypatch):
     s = start(tmp_path, monkeypatch)
     with sess.mutate(s.folder) as cur:
-        cur.problems[0].checks.append({"t": 1.0, "status": "fail", "passed": 0, "total": 1, "tiers": {},
-                                       "diagnoses": ["fully-masked-row-nan", "input-mutated", "no-such-id"],
-                                       "titles": {}})
+        cur.problems[0].checks.append(
+            {
+                "t": 1.0,
+                "status": "fail",
+                "passed": 0,
+                "total": 1,
+                "tiers": {},
+                "diagnoses": ["fully-masked-row-nan", "input-mutated", "no-such-id"],
+                "titles": {},
+            }
+        )
     seen, texts = [], []
     while (got := sess.take_hint(s.folder, "sdpa")) is not None:
         seen.append(got[1])
@@ -256,14 +289,22 @@ def test_hints_cost_points_and_follow_mistakes(tmp_path, monkeypatch):
     s = sess.load(s.folder)
     assert s.problems[0].hints == seen
     with connect() as conn:
-        assert conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'mock-hint'").fetchone()[0] == len(seen)
+        assert conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'mock-hint'").fetchone()[
+            0
+        ] == len(seen)
         assert conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'hint'").fetchone()[0] == 0
     # scoring: a passing problem with hints loses HINT_COST each
     with sess.mutate(s.folder) as cur:
         sess.submit(cur, sess.now(), "manual")
-        cur.results["sdpa"] = {"status": "pass", "required_tiers": ["core", "edge"], "diagnostics": [],
-                               "tests": [{"id": "a", "tier": "core", "status": "pass"},
-                                         {"id": "b", "tier": "edge", "status": "pass"}]}
+        cur.results["sdpa"] = {
+            "status": "pass",
+            "required_tiers": ["core", "edge"],
+            "diagnostics": [],
+            "tests": [
+                {"id": "a", "tier": "core", "status": "pass"},
+                {"id": "b", "tier": "edge", "status": "pass"},
+            ],
+        }
     (s.folder / ".mock" / "snapshot" / "sdpa.py").write_text("# changed\n", encoding="utf-8")
     card = scorecard.build(sess.load(s.folder))
     p = card["problems"][0]
@@ -300,9 +341,11 @@ def test_status_history_and_card_without_torch(tmp_path, monkeypatch):
     assert json.loads(res.stdout)["sessions"][0]["state"] == "submitted"
     assert runner.invoke(app, ["mock", "card"]).exit_code == 2  # nothing graded yet
     # none of these may import torch (they must answer instantly)
-    code = ("import sys; from typer.testing import CliRunner; from attnkata.cli.app import app; "
-            "r = CliRunner().invoke(app, ['mock', 'status']); r2 = CliRunner().invoke(app, ['mock', 'history']); "
-            "assert r.exit_code == 0, r.output; assert 'torch' not in sys.modules")
+    code = (
+        "import sys; from typer.testing import CliRunner; from attnkata.cli.app import app; "
+        "r = CliRunner().invoke(app, ['mock', 'status']); r2 = CliRunner().invoke(app, ['mock', 'history']); "
+        "assert r.exit_code == 0, r.output; assert 'torch' not in sys.modules"
+    )
     import subprocess
 
     subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy())
@@ -312,10 +355,18 @@ def test_markdown_in_chinese(tmp_path, monkeypatch):
     s = start(tmp_path, monkeypatch)
     with sess.mutate(s.folder) as cur:
         sess.submit(cur, sess.now(), "manual")
-        cur.results["sdpa"] = {"status": "fail", "required_tiers": ["core", "edge"], "tests": [
-            {"id": "a", "tier": "core", "status": "pass"}, {"id": "b", "tier": "edge", "status": "fail"},
-            {"id": "c", "tier": "edge", "status": "pass"}],
-            "diagnostics": [{"id": "mask-ignored", "severity": "essential", "title": "Mask ignored"}]}
+        cur.results["sdpa"] = {
+            "status": "fail",
+            "required_tiers": ["core", "edge"],
+            "tests": [
+                {"id": "a", "tier": "core", "status": "pass"},
+                {"id": "b", "tier": "edge", "status": "fail"},
+                {"id": "c", "tier": "edge", "status": "pass"},
+            ],
+            "diagnostics": [
+                {"id": "mask-ignored", "severity": "essential", "title": "Mask ignored"}
+            ],
+        }
         cur.questions = followups.questions_for(SDPA, cur.seed)
         cur.state = sess.FOLLOWUPS
     untouched = scorecard.build(sess.load(s.folder))["problems"][0]
@@ -330,7 +381,9 @@ def test_markdown_in_chinese(tmp_path, monkeypatch):
     assert s.card["coding"] == pytest.approx(83.3)
     assert s.card["total"] == pytest.approx(0.75 * 83.3, abs=0.1)
     assert s.card["verdict"] == "lean no" and "倾向不录用" in md
-    assert (s.folder / "scorecard.md").is_file() and json.loads((s.folder / "scorecard.json").read_text()) == s.card
+    assert (s.folder / "scorecard.md").is_file() and json.loads(
+        (s.folder / "scorecard.json").read_text()
+    ) == s.card
 
 
 class FakeGrader:
@@ -370,12 +423,22 @@ def test_screen_controller_keys_checks_and_deadline(tmp_path, monkeypatch):
     assert grader.requests == [("sdpa", s.folder / ".mock" / "checkpoints" / "sdpa.py")]
     ctl.on_saved({(s.folder / "sdpa.py").resolve()})  # same content as the checkpoint: no new check
     assert len(grader.requests) == 1
-    grader.pending.append({"ok": True, "result": {"status": "pass", "diagnostics": [], "tests": [
-        {"id": "a", "tier": "core", "status": "pass"}]}})
+    grader.pending.append(
+        {
+            "ok": True,
+            "result": {
+                "status": "pass",
+                "diagnostics": [],
+                "tests": [{"id": "a", "tier": "core", "status": "pass"}],
+            },
+        }
+    )
     monkeypatch.setenv(sess.NOW_ENV, str(t0 + 100))
     ctl.tick()
     p = sess.load(s.folder).problems[0]
-    assert [c["status"] for c in p.checks] == ["pass"] and p.first_pass == t0 + 90  # when it was taken
+    assert [c["status"] for c in p.checks] == [
+        "pass"
+    ] and p.first_pass == t0 + 90  # when it was taken
     assert ctl.checking is None
 
     ctl.on_key("s")
@@ -386,7 +449,11 @@ def test_screen_controller_keys_checks_and_deadline(tmp_path, monkeypatch):
     ctl.tick()
     assert ctl.ended == DEADLINE
     done = sess.load(s.folder)
-    assert (done.state, done.submit_reason, done.submitted) == (sess.SUBMITTED, "deadline", t0 + 1800)
+    assert (done.state, done.submit_reason, done.submitted) == (
+        sess.SUBMITTED,
+        "deadline",
+        t0 + 1800,
+    )
     assert clock_text(65) == "01:05" and clock_text(3725) == "1:02:05" and QUIT == "quit"
 
 
@@ -398,8 +465,11 @@ def test_every_katas_followups_can_be_asked_and_answered(kata_id):
             for lang in ("en", "zh"):
                 for name in q["params"]:
                     assert "{" + name + "}" not in q["prompt"][lang], q["id"]
-            right = {"numeric": q["expected"], "open": 2,
-                     "choice": followups.LETTERS[q["correct"] or 0],
-                     "order": [followups.LETTERS[i] for i in q["order"] or []]}[q["kind"]]
+            right = {
+                "numeric": q["expected"],
+                "open": 2,
+                "choice": followups.LETTERS[q["correct"] or 0],
+                "order": [followups.LETTERS[i] for i in q["order"] or []],
+            }[q["kind"]]
             graded = followups.grade(q, right)
             assert graded["points"] == followups.MAX_POINTS, (q["id"], graded)

@@ -66,7 +66,9 @@ def test_mistake_fixture_is_diagnosed(kata_id: str, path: Path) -> None:
     # Grading stops at the first failed test: the matrix needs "the grader fails it" and the
     # diagnosis, not every test's verdict (4-10x faster).
     result = check(kata, path, lang="en", maxfail=1)
-    assert not result.passed, f"the {kata_id} grader passes {path.name}, which has the mistake {want}"
+    assert not result.passed, (
+        f"the {kata_id} grader passes {path.name}, which has the mistake {want}"
+    )
     ids = [d.id for d in result.diagnostics]
     assert ids, f"{path.name}: no diagnosis at all"
     top = result.diagnostics[0]
@@ -85,11 +87,15 @@ COST_IDS = mistakes.COST_IDS  # right values, wrong cost
 
 @pytest.mark.parametrize(("kata_id", "path"), _correct_cases())
 def test_correct_solution_gets_no_essential_diagnosis(kata_id: str, path: Path) -> None:
-    essential = [(d.id, d.evidence) for d in diagnose_as_passing(get_kata(kata_id), path) if d.is_error]
+    essential = [
+        (d.id, d.evidence) for d in diagnose_as_passing(get_kata(kata_id), path) if d.is_error
+    ]
     if essential and {mid for mid, _ in essential} <= COST_IDS and "/alt/" in str(path):
         result = check(get_kata(kata_id), path, diagnose=False)
         failing = {t.tier for t in result.failed_tests if t.status != "skip"}
-        assert failing == {"efficient"}, f"{path.name}: diagnosed {essential}, but fails {failing} tests"
+        assert failing == {"efficient"}, (
+            f"{path.name}: diagnosed {essential}, but fails {failing} tests"
+        )
         return
     assert not essential, f"{path.name} is correct but was diagnosed with {essential}"
 
@@ -111,8 +117,13 @@ def test_every_kata_mistake_in_scope_has_a_fixture() -> None:
 
 
 def test_spellings_with_several_common_forms_have_two_fixtures() -> None:
-    for kata_id, mid in [("sdpa", "scale-not-sqrt"), ("sdpa", "fully-masked-row-uniform"),
-                         ("causal-mask", "causal-mask-excludes-diagonal"), ("causal-mask", "causal-mask-top-left"),
-                         ("sdpa", "transpose-2d-on-batched"), ("mha", "scale-by-d-model")]:
+    for kata_id, mid in [
+        ("sdpa", "scale-not-sqrt"),
+        ("sdpa", "fully-masked-row-uniform"),
+        ("causal-mask", "causal-mask-excludes-diagonal"),
+        ("causal-mask", "causal-mask-top-left"),
+        ("sdpa", "transpose-2d-on-batched"),
+        ("mha", "scale-by-d-model"),
+    ]:
         found = [p for p in (MISTAKES / kata_id).glob("*.py") if expected_id(p) == mid]
         assert len(found) >= 2, f"{kata_id}/{mid}: {len(found)} spelling(s)"

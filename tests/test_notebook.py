@@ -27,17 +27,24 @@ def _text(cell) -> str:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_the_example_notebook_runs_in_a_kernel_and_names_the_mistake(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_example_notebook_runs_in_a_kernel_and_names_the_mistake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("KATA_HOME", str(tmp_path / "home"))
     nb = nbformat.read(EXAMPLE, as_version=4)
     # Beyond the example: a cell that never ends, then proof the kernel still answers.
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "%%kata sdpa --timeout 1\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n"
-        "    return q\n\n\nwhile True:\n    pass\n"))
-    nb.cells.append(nbformat.v4.new_code_cell("print('kernel alive', GroupedQueryAttention.__name__)"))
-    client = nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "%%kata sdpa --timeout 1\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n"
+            "    return q\n\n\nwhile True:\n    pass\n"
+        )
+    )
+    nb.cells.append(
+        nbformat.v4.new_code_cell("print('kernel alive', GroupedQueryAttention.__name__)")
+    )
+    client = nbclient.NotebookClient(
+        nb, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()
     cells = [c for c in nb.cells if c.cell_type == "code"]
     statement, wrong, fixed, api, loop, alive = (_text(cells[i]) for i in range(1, 7))

@@ -60,8 +60,14 @@ def _markers(source: str) -> set[tuple[int, str]]:
 
 
 def test_there_are_hostile_policy_fixtures():
-    assert {p.name for p in HOSTILE} >= {"policy_imports.py", "policy_dynamic.py", "policy_introspection.py",
-                                         "policy_private.py", "policy_io.py", "policy_scoping.py"}
+    assert {p.name for p in HOSTILE} >= {
+        "policy_imports.py",
+        "policy_dynamic.py",
+        "policy_introspection.py",
+        "policy_private.py",
+        "policy_io.py",
+        "policy_scoping.py",
+    }
 
 
 @pytest.mark.parametrize("path", HOSTILE, ids=lambda p: p.stem)
@@ -73,39 +79,45 @@ def test_every_banned_form_is_flagged_with_its_id_and_line_and_nothing_else(path
     assert not got - want, f"flagged but allowed: {sorted(got - want)}"
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("import torch as t\nx = t._C\n", {(2, policy.PRIVATE)}),
-    ("from torch import _C\n", {(1, policy.PRIVATE)}),
-    ("import torch._C\n", {(1, policy.PRIVATE)}),
-    ("import torch._C as C\n", {(1, policy.PRIVATE)}),
-    ("import torch\nT = torch\nU = T\nx = U._C\n", {(4, policy.PRIVATE)}),
-    ("from torch.nn import functional as F\nx = F._canonical_mask\n", {(2, policy.PRIVATE)}),
-    ("import torch\nx = getattr(torch, '_C')\n", {(2, policy.PRIVATE)}),
-    ("import torch\nx = getattr(torch, '_' + 'C')\n", {(2, policy.INTROSPECTION)}),
-    ("import numpy as np\nx = np.sys\n", {(2, policy.INTROSPECTION)}),
-    ("import torch as t\nx = t.os.system\n", {(2, policy.IO)}),
-    ("import torch\nx = torch.nn.functional.__globals__\n", {(2, policy.INTROSPECTION)}),
-    ("from os import path as p\n", {(1, policy.IO)}),
-    ("import importlib as il\n", {(1, policy.DYNAMIC)}),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import torch as t\nx = t._C\n", {(2, policy.PRIVATE)}),
+        ("from torch import _C\n", {(1, policy.PRIVATE)}),
+        ("import torch._C\n", {(1, policy.PRIVATE)}),
+        ("import torch._C as C\n", {(1, policy.PRIVATE)}),
+        ("import torch\nT = torch\nU = T\nx = U._C\n", {(4, policy.PRIVATE)}),
+        ("from torch.nn import functional as F\nx = F._canonical_mask\n", {(2, policy.PRIVATE)}),
+        ("import torch\nx = getattr(torch, '_C')\n", {(2, policy.PRIVATE)}),
+        ("import torch\nx = getattr(torch, '_' + 'C')\n", {(2, policy.INTROSPECTION)}),
+        ("import numpy as np\nx = np.sys\n", {(2, policy.INTROSPECTION)}),
+        ("import torch as t\nx = t.os.system\n", {(2, policy.IO)}),
+        ("import torch\nx = torch.nn.functional.__globals__\n", {(2, policy.INTROSPECTION)}),
+        ("from os import path as p\n", {(1, policy.IO)}),
+        ("import importlib as il\n", {(1, policy.DYNAMIC)}),
+    ],
+)
 def test_aliases_do_not_hide_anything(source: str, expected: set[tuple[int, str]]):
     assert found(source) == expected
 
 
-@pytest.mark.parametrize("source", [
-    "import torch\nx = torch.Tensor.masked_fill_\n",
-    "import torch\ndef f(s, m):\n    return s.masked_fill_(m, torch.finfo(s.dtype).min)\n",
-    "import torch\nx = torch.nn.functional.softmax\n",
-    "import torch\nx = (torch.select, torch.trace, torch.signal, torch.types)\n",
-    "import numpy.linalg\nimport torch.nn.functional as F\nfrom collections.abc import Sequence\n",
-    "from __future__ import annotations\nimport einops\nimport typing\nimport functools, itertools, dataclasses\n",
-    "import torch\nclass A(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-    "        self.register_buffer('_mask', None)\n        self._cache = None\n"
-    "    def forward(self, input):\n        return input, self._mask, self._cache, getattr(self, self.name)\n",
-    "def f():\n    compile = 1\n    return compile\n",
-    "def f():\n    '''Never touch __globals__ or __subclasses__ here.'''\n",
-    "if __name__ == '__main__':\n    import sys, time\n    print(open(sys.argv[0]).read())\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\nx = torch.Tensor.masked_fill_\n",
+        "import torch\ndef f(s, m):\n    return s.masked_fill_(m, torch.finfo(s.dtype).min)\n",
+        "import torch\nx = torch.nn.functional.softmax\n",
+        "import torch\nx = (torch.select, torch.trace, torch.signal, torch.types)\n",
+        "import numpy.linalg\nimport torch.nn.functional as F\nfrom collections.abc import Sequence\n",
+        "from __future__ import annotations\nimport einops\nimport typing\nimport functools, itertools, dataclasses\n",
+        "import torch\nclass A(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('_mask', None)\n        self._cache = None\n"
+        "    def forward(self, input):\n        return input, self._mask, self._cache, getattr(self, self.name)\n",
+        "def f():\n    compile = 1\n    return compile\n",
+        "def f():\n    '''Never touch __globals__ or __subclasses__ here.'''\n",
+        "if __name__ == '__main__':\n    import sys, time\n    print(open(sys.argv[0]).read())\n",
+    ],
+)
 def test_ordinary_code_is_not_flagged(source: str):
     assert found(source) == set()
 
@@ -119,26 +131,43 @@ def _correct_files() -> list[Path]:
     files = sorted((REPO / "reference").glob("*.py"))
     for folder in ("alt", "mistakes", "golden"):
         files += sorted((FIXTURES / folder).rglob("*.py"))
-    files += sorted((REPO / "katas").glob("*/skeleton.py")) + sorted((REPO / "katas").glob("*/examples/*.py"))
+    files += sorted((REPO / "katas").glob("*/skeleton.py")) + sorted(
+        (REPO / "katas").glob("*/examples/*.py")
+    )
     return files
 
 
 def test_no_correct_solution_reference_skeleton_or_known_mistake_is_flagged():
     files = _correct_files()
     assert len(files) > 100
-    flagged = {str(p.relative_to(REPO)): [(f.line, f.id, f.what) for f in policy.scan_source(p.read_text("utf-8"))]
-               for p in files}
+    flagged = {
+        str(p.relative_to(REPO)): [
+            (f.line, f.id, f.what) for f in policy.scan_source(p.read_text("utf-8"))
+        ]
+        for p in files
+    }
     assert {k: v for k, v in flagged.items() if v} == {}
 
 
 def test_the_existing_hostile_fixtures_are_flagged():
     hostile = FIXTURES / "hostile"
-    ids = {name: {f.id for f in policy.scan_source((hostile / name).read_text("utf-8"))}
-           for name in ("cheats_via_c_api.py", "evil_reply.py", "os_exit.py", "segfault.py", "sys_exit.py",
-                        "imports_reference.py", "patches_grader.py")}
+    ids = {
+        name: {f.id for f in policy.scan_source((hostile / name).read_text("utf-8"))}
+        for name in (
+            "cheats_via_c_api.py",
+            "evil_reply.py",
+            "os_exit.py",
+            "segfault.py",
+            "sys_exit.py",
+            "imports_reference.py",
+            "patches_grader.py",
+        )
+    }
     assert ids["cheats_via_c_api.py"] == {policy.PRIVATE}
     assert {policy.IO, policy.INTROSPECTION} <= ids["evil_reply.py"]
-    assert policy.IO in ids["os_exit.py"] and ids["segfault.py"] == ids["sys_exit.py"] == {policy.INTROSPECTION}
+    assert policy.IO in ids["os_exit.py"] and ids["segfault.py"] == ids["sys_exit.py"] == {
+        policy.INTROSPECTION
+    }
     assert ids["imports_reference.py"] == ids["patches_grader.py"] == {policy.IMPORT}
 
 
@@ -159,7 +188,9 @@ def test_warn_is_actionable_and_enforce_is_essential_and_stops_the_file():
     assert stop_status(warn) is None
     d = warn[0]
     line = src.splitlines().index("import os  # unused") + 1
-    assert d.source[0].line == line and "import os" in d.explanation and "kata check" in d.explanation
+    assert (
+        d.source[0].line == line and "import os" in d.explanation and "kata check" in d.explanation
+    )
     assert d.link.endswith("kata explain policy-io")
     enforce = check_source(k, src, "zh", policy="enforce")
     assert enforce[0].severity == "essential" and stop_status(enforce) == FAIL
@@ -234,7 +265,9 @@ def test_kata_check_gives_hostile_nesting_a_verdict_with_exit_1(name: str, tmp_p
     res = kata("check", "sdpa", path, "--json")
     assert res.exit_code == 1, res.output
     data = json.loads(res.stdout)
-    assert data["status"] == "error" and [d["id"] for d in data["diagnostics"]] == ["source-too-complex"]
+    assert data["status"] == "error" and [d["id"] for d in data["diagnostics"]] == [
+        "source-too-complex"
+    ]
     assert "Traceback" not in res.output
 
 
@@ -242,7 +275,9 @@ def test_kata_check_refuses_a_huge_file_without_reading_it(tmp_path: Path):
     path = tmp_path / "sdpa.py"
     path.write_text(REFERENCE + "#" * MAX_SOURCE_BYTES + "\n", encoding="utf-8")
     res = kata("check", "sdpa", path, "--json")
-    assert res.exit_code == 1 and json.loads(res.stdout)["diagnostics"][0]["id"] == "source-too-large"
+    assert (
+        res.exit_code == 1 and json.loads(res.stdout)["diagnostics"][0]["id"] == "source-too-large"
+    )
 
 
 # -- grading through the CLI, a mock interview and a problem set -------------------------------
@@ -282,8 +317,13 @@ def test_manifest_policy_settings_are_validated(tmp_path: Path):
     assert GradingConfig().policy == "flag" and GradingConfig().allow_imports == []
     for mode in ("flag", "zero", "penalty:0.2", "warn", "enforce"):  # the last two: older manifests
         check_policy(mode, ["scipy", "scipy.special"], BundleError)
-    for mode, allow in (("strict", []), ("penalty:2", []), ("flag", "scipy"), ("flag", ["scipy special"]),
-                        ("flag", [""])):
+    for mode, allow in (
+        ("strict", []),
+        ("penalty:2", []),
+        ("flag", "scipy"),
+        ("flag", ["scipy special"]),
+        ("flag", [""]),
+    ):
         with pytest.raises(BundleError):
             check_policy(mode, allow, BundleError)
 
@@ -299,8 +339,11 @@ def test_set_grading_runs_flagged_files_and_charges_what_the_manifest_says(tmp_p
     data = json.loads(manifest_path.read_text(encoding="utf-8"))
     assert data["grading"]["policy"] == "flag" and data["grading"]["allow_imports"] == []
     subs = tmp_path / "subs"
-    sources = {"ann": with_import("import os  # noqa: F401"), "ben": with_import("import string  # noqa: F401"),
-               "cat": REFERENCE}
+    sources = {
+        "ann": with_import("import os  # noqa: F401"),
+        "ben": with_import("import string  # noqa: F401"),
+        "cat": REFERENCE,
+    }
     for student, source in sources.items():
         (subs / student).mkdir(parents=True)
         (subs / student / "sdpa.py").write_text(source, encoding="utf-8")
@@ -309,13 +352,22 @@ def test_set_grading_runs_flagged_files_and_charges_what_the_manifest_says(tmp_p
         data["grading"].update(grading)
         manifest_path.write_text(json.dumps(data), encoding="utf-8")
         results = grade_set(bundle, subs, GradeOptions(jobs=2, timeout=20, out=tmp_path / out))
-        return {s: (results.entry(s, "sdpa").status, results.entry(s, "sdpa").score,
-                    [d["id"] for d in (results.entry(s, "sdpa").result or {}).get("diagnostics", [])])
-                for s in results.students}
+        return {
+            s: (
+                results.entry(s, "sdpa").status,
+                results.entry(s, "sdpa").score,
+                [d["id"] for d in (results.entry(s, "sdpa").result or {}).get("diagnostics", [])],
+            )
+            for s in results.students
+        }
 
     # The default flags: every file runs and passes on its merits; the finding is listed.
     flagged = grade("flagged")
-    assert flagged["ann"] == ("pass", 10, ["policy-io"]) and flagged["ben"] == ("pass", 10, ["policy-import"])
+    assert flagged["ann"] == ("pass", 10, ["policy-io"]) and flagged["ben"] == (
+        "pass",
+        10,
+        ["policy-import"],
+    )
     assert flagged["cat"] == ("pass", 10, [])
     zero = grade("zero", policy="zero", allow_imports=["string"])
     assert zero["ann"] == ("fail", 0, ["policy-io"]) and zero["ben"] == ("pass", 10, [])

@@ -29,17 +29,24 @@ from attnkata.cli.app import app
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = (REPO / "reference" / "sdpa.py").read_text()
-NO_SCALE = REFERENCE.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale",
-                             "scale = 1.0 if scale is None else scale")
-FUSED = REFERENCE.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale",
-                          "scale = 1.0 / math.sqrt(d) if scale is None else scale\n"
-                          "    _kernel = torch.ops.aten._scaled_dot_product_attention_math")
+NO_SCALE = REFERENCE.replace(
+    "scale = 1.0 / math.sqrt(d) if scale is None else scale",
+    "scale = 1.0 if scale is None else scale",
+)
+FUSED = REFERENCE.replace(
+    "scale = 1.0 / math.sqrt(d) if scale is None else scale",
+    "scale = 1.0 / math.sqrt(d) if scale is None else scale\n"
+    "    _kernel = torch.ops.aten._scaled_dot_product_attention_math",
+)
 runner = CliRunner()
 
 
 def test_policy_forms_and_legacy_modes():
     assert parse_policy("flag") == ("flag", 0.0) and parse_policy("zero") == ("zero", 1.0)
-    assert parse_policy("penalty:0.25") == ("penalty", 0.25) and parse_policy(" penalty:1 ") == ("penalty", 1.0)
+    assert parse_policy("penalty:0.25") == ("penalty", 0.25) and parse_policy(" penalty:1 ") == (
+        "penalty",
+        1.0,
+    )
     assert parse_policy("warn") == ("flag", 0.0) and parse_policy("enforce") == ("zero", 1.0)
     for bad in ("penalty:1.5", "penalty:-0.1", "penalty:", "penalty:x", "refuse", "", None, 3):
         with pytest.raises(ValueError, match="penalty:<fraction>"):
@@ -49,18 +56,34 @@ def test_policy_forms_and_legacy_modes():
 
 
 def _result(status: str = PASS, lang: str = "en") -> Result:
-    r = Result(kata="sdpa", solution="x.py", status=status, required_tiers=["core"], lang=lang, diagnostics=[
-        Diagnostic(id="missing-scale", severity="essential", title="Scores are not scaled"),
-        Diagnostic(id="policy-io", severity="actionable", title="I/O",
-                   explanation="You import `os` (line 1). " + msg("policy_warn", lang)),
-    ])
+    r = Result(
+        kata="sdpa",
+        solution="x.py",
+        status=status,
+        required_tiers=["core"],
+        lang=lang,
+        diagnostics=[
+            Diagnostic(id="missing-scale", severity="essential", title="Scores are not scaled"),
+            Diagnostic(
+                id="policy-io",
+                severity="actionable",
+                title="I/O",
+                explanation="You import `os` (line 1). " + msg("policy_warn", lang),
+            ),
+        ],
+    )
     r.attach_source("import os\nimport torch\n")
     return r
 
 
-@pytest.mark.parametrize(("spec", "kept", "status", "severity"), [
-    ("flag", 1.0, PASS, "actionable"), ("penalty:0.3", 0.7, PASS, "actionable"), ("zero", 0.0, FAIL, "essential"),
-])
+@pytest.mark.parametrize(
+    ("spec", "kept", "status", "severity"),
+    [
+        ("flag", 1.0, PASS, "actionable"),
+        ("penalty:0.3", 0.7, PASS, "actionable"),
+        ("zero", 0.0, FAIL, "essential"),
+    ],
+)
 def test_the_cost_is_written_in_the_finding_and_read_by_the_score(spec, kept, status, severity):
     r = _result()
     policy_cost.apply(r, spec, (), "en")
@@ -79,19 +102,41 @@ def test_the_cost_is_written_in_the_finding_and_read_by_the_score(spec, kept, st
 def test_a_file_without_findings_keeps_its_score():
     r = Result(kata="sdpa", solution="x.py", status=PASS, required_tiers=["core"], lang="en")
     policy_cost.apply(r, "zero", (), "en")
-    assert r.status == PASS and policy_cost.factor(r.to_dict()) == 1.0 and policy_cost.note(r.to_dict(), "en") is None
+    assert (
+        r.status == PASS
+        and policy_cost.factor(r.to_dict()) == 1.0
+        and policy_cost.note(r.to_dict(), "en") is None
+    )
 
 
 def test_the_manifest_refuses_a_bad_policy(tmp_path: Path):
-    res = runner.invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(tmp_path / "s"), "--public-tests",
-                              "0", "--lang", "en", "--policy", "penalty:0.4"])
+    res = runner.invoke(
+        app,
+        [
+            "set",
+            "create",
+            "--katas",
+            "sdpa",
+            "--out",
+            str(tmp_path / "s"),
+            "--public-tests",
+            "0",
+            "--lang",
+            "en",
+            "--policy",
+            "penalty:0.4",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert read_manifest(tmp_path / "s").grading.policy == "penalty:0.4"
     data = json.loads((tmp_path / "s" / "instructor" / "manifest.json").read_text())
     data["grading"]["policy"] = "penalty:2"
     with pytest.raises(BundleError, match="penalty"):
         Manifest.from_dict(data)
-    res = runner.invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(tmp_path / "t"), "--policy", "strict"])
+    res = runner.invoke(
+        app,
+        ["set", "create", "--katas", "sdpa", "--out", str(tmp_path / "t"), "--policy", "strict"],
+    )
     assert res.exit_code == 2
 
 
@@ -99,12 +144,29 @@ def test_the_manifest_refuses_a_bad_policy(tmp_path: Path):
 def graded(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     tmp = tmp_path_factory.mktemp("policy-cost")
     bundle = tmp / "set"
-    res = runner.invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0",
-                              "--lang", "en"])
+    res = runner.invoke(
+        app,
+        [
+            "set",
+            "create",
+            "--katas",
+            "sdpa",
+            "--out",
+            str(bundle),
+            "--public-tests",
+            "0",
+            "--lang",
+            "en",
+        ],
+    )
     assert res.exit_code == 0, res.output
     subs = tmp / "class"
-    for student, source in {"plain": NO_SCALE, "os": NO_SCALE + "\nimport os\n",
-                            "right_os": REFERENCE + "\nimport os\n", "fused": FUSED}.items():
+    for student, source in {
+        "plain": NO_SCALE,
+        "os": NO_SCALE + "\nimport os\n",
+        "right_os": REFERENCE + "\nimport os\n",
+        "fused": FUSED,
+    }.items():
         (subs / student).mkdir(parents=True)
         (subs / student / "sdpa.py").write_text(source)
     cr = grade_set(bundle, subs, GradeOptions(jobs=2, timeout=30, out=tmp / "out"))
@@ -122,14 +184,21 @@ def test_a_flagged_file_is_run_and_keeps_its_score_by_default(graded):
     plain, flagged, right = (cr.entry(s, "sdpa") for s in ("plain", "os", "right_os"))
     # Before: 0 and "This file was not run". Now: run, diagnosed, and (flag) no points taken.
     assert "missing-scale" in _ids(cr, "os") and "policy-io" in _ids(cr, "os"), _ids(cr, "os")
-    assert flagged.score == plain.score > 0, (flagged.score, plain.score, _ids(cr, "os"), _ids(cr, "plain"))
+    assert flagged.score == plain.score > 0, (
+        flagged.score,
+        plain.score,
+        _ids(cr, "os"),
+        _ids(cr, "plain"),
+    )
     assert right.status == "pass" and right.score == right.points
     assert any("policy-io" in n and "no points taken" in n for n in right.notes)
     text = json.dumps(flagged.result)
     assert "was not run" not in text and msg("grade.policy_cost.flag", "en") in text
     gs = platform_result(cr, "os", "gradescope")
     outputs = "\n".join(t["output"] for t in gs["tests"])
-    assert "missing-scale" in outputs and "policy-io" in outputs and gs["score"] == cr.total("plain")
+    assert (
+        "missing-scale" in outputs and "policy-io" in outputs and gs["score"] == cr.total("plain")
+    )
 
 
 @pytest.mark.slow

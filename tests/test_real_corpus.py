@@ -77,7 +77,14 @@ def test_labels_are_well_formed() -> None:
         if kata_id not in katas:
             problems.append(f"{where}: no kata {kata_id!r}")
             continue
-        if set(label) - FIELDS or not {"name", "style", "verdict", "must", "must_not", "note"} <= set(label):
+        if set(label) - FIELDS or not {
+            "name",
+            "style",
+            "verdict",
+            "must",
+            "must_not",
+            "note",
+        } <= set(label):
             problems.append(f"{where}: fields {sorted(label)}")
         if not (REAL / kata_id / label["name"]).is_file():
             problems.append(f"{where}: no such file")
@@ -106,11 +113,14 @@ def test_corpus_covers_every_kata() -> None:
     counts: dict[str, int] = {}
     for kata_id, _ in LABELS:
         counts[kata_id] = counts.get(kata_id, 0) + 1
-    assert set(counts) == set(all_katas()), f"katas without real-style files: {set(all_katas()) - set(counts)}"
+    assert set(counts) == set(all_katas()), (
+        f"katas without real-style files: {set(all_katas()) - set(counts)}"
+    )
     passing = sum(label["verdict"] == "pass" for _, label in LABELS)
     two = sum(label["verdict"] == "fail" and len(label["must"]) >= 2 for _, label in LABELS)
     assert len(LABELS) >= 60 and passing >= 25 and len(LABELS) - passing >= 30 and two >= 5, (
-        f"{len(LABELS)} files, {passing} correct, {two} with two mistakes")
+        f"{len(LABELS)} files, {passing} correct, {two} with two mistakes"
+    )
 
 
 def judge(label: dict[str, Any], passed: bool, diagnostics: list[models.Diagnostic]) -> list[str]:
@@ -130,7 +140,9 @@ def judge(label: dict[str, Any], passed: bool, diagnostics: list[models.Diagnost
         out.append("the grader passes this wrong file")
     first = next((mid for mid in essential if mid not in ALLOWED_EXTRA), None)
     if "top" in label and (not essential or essential[0] != label["top"]):
-        out.append(f"first essential diagnosis {essential[0] if essential else None!r}, expected {label['top']!r}")
+        out.append(
+            f"first essential diagnosis {essential[0] if essential else None!r}, expected {label['top']!r}"
+        )
     elif "top" not in label and label["must"] and first not in label["must"]:
         out.append(f"first catalogued diagnosis {first!r}, expected one of {label['must']}")
     missing = [mid for mid in label["must"] if mid not in essential]
@@ -146,19 +158,27 @@ def judge(label: dict[str, Any], passed: bool, diagnostics: list[models.Diagnost
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("kata_id", "label"),
-                         [pytest.param(k, lab, id=f"{k}/{Path(lab['name']).stem}") for k, lab in LABELS])
+@pytest.mark.parametrize(
+    ("kata_id", "label"),
+    [pytest.param(k, lab, id=f"{k}/{Path(lab['name']).stem}") for k, lab in LABELS],
+)
 def test_real_style_file(kata_id: str, label: dict[str, Any]) -> None:
     path = REAL / kata_id / label["name"]
     kata = get_kata(kata_id)
     if label["verdict"] == "pass":
         result = check(kata, path, lang="en", diagnose=False)
-        failed = [f"{t.id}: {t.message[:300]}" for t in result.failed_tests if t.status != models.SKIP]
-        problems = [f"the grader fails this correct file: {failed[:3]}"] if not result.passed else []
+        failed = [
+            f"{t.id}: {t.message[:300]}" for t in result.failed_tests if t.status != models.SKIP
+        ]
+        problems = (
+            [f"the grader fails this correct file: {failed[:3]}"] if not result.passed else []
+        )
         problems += judge(label, True, diagnose_as_passing(get_kata(kata_id), path))
     else:
         # "It fails" and the diagnosis need only the first failed test (as the mutation matrix).
         result = check(kata, path, lang="en", maxfail=1)
         problems = judge(label, result.passed, result.diagnostics)
     got = [(d.id, d.severity) for d in result.diagnostics]
-    assert not problems, f"{kata_id}/{label['name']} ({label['note']}): {'; '.join(problems)}; got {got}"
+    assert not problems, (
+        f"{kata_id}/{label['name']} ({label['note']}): {'; '.join(problems)}; got {got}"
+    )

@@ -38,7 +38,9 @@ def candidate(tmp_path: Path):
         yield c
 
 
-def test_a_block_that_raises_still_reads_the_reply_so_the_next_call_gets_its_own(candidate: Candidate):
+def test_a_block_that_raises_still_reads_the_reply_so_the_next_call_gets_its_own(
+    candidate: Candidate,
+):
     x = torch.arange(4.0)
     with pytest.raises(KeyError):
         with candidate.submit("double", (x,)):
@@ -86,10 +88,12 @@ def test_kept_comparisons_equal_fresh_ones_and_cannot_be_written():
 
 
 def test_segments_equal_ast_get_source_segment():
-    source = ("x = 'é' + \"ü\"  # comment\r\n"
-              "y = (1,\r\n     2)\r"
-              "def f(a):\n    return [a\n            for _ in range(3)]\n\x0cz = 1\n"
-              "if x:\n    pass\n")
+    source = (
+        "x = 'é' + \"ü\"  # comment\r\n"
+        "y = (1,\r\n     2)\r"
+        "def f(a):\n    return [a\n            for _ in range(3)]\n\x0cz = 1\n"
+        "if x:\n    pass\n"
+    )
     lines = physical_lines(source)
     nodes = [n for n in ast.walk(ast.parse(source)) if hasattr(n, "lineno")]
     assert len(nodes) > 20
@@ -97,10 +101,16 @@ def test_segments_equal_ast_get_source_segment():
         assert segment(lines, node) == (ast.get_source_segment(source, node) or "")
 
 
-@pytest.mark.parametrize("text", ["def scaled_dot_product_attention(q, k, v:\n    pass\n",  # syntax error
-                                  "import torch\n\ndef attention(q, k, v):\n    return q\n"])  # no entry point
-def test_static_checks_beside_the_loading_candidate_decide_as_before(tmp_path: Path, text: str,
-                                                                     monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def scaled_dot_product_attention(q, k, v:\n    pass\n",  # syntax error
+        "import torch\n\ndef attention(q, k, v):\n    return q\n",
+    ],
+)  # no entry point
+def test_static_checks_beside_the_loading_candidate_decide_as_before(
+    tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch
+):
     from attnkata.checker import catalog, runner
 
     path = tmp_path / "sdpa.py"
@@ -171,8 +181,14 @@ def test_the_op_trace_skips_only_views_when_it_measures_memory():
     aten = torch.ops.aten
     for op in (aten.view.default, aten.expand.default, aten.transpose.int, aten.split.Tensor):
         assert _op_info(op)[3], op  # a view: no new memory
-    for op in (aten.add_.Tensor, aten.resize_.default, aten.add.out, aten.set_.source_Tensor,
-               aten.mm.default, aten.max.dim):
+    for op in (
+        aten.add_.Tensor,
+        aten.resize_.default,
+        aten.add.out,
+        aten.set_.source_Tensor,
+        aten.mm.default,
+        aten.max.dim,
+    ):
         assert not _op_info(op)[3], op  # writes or allocates: measured
     assert _op_info(aten._scaled_dot_product_flash_attention_for_cpu.default)[2]  # banned
     assert not _op_info(aten.mm.default)[2]
@@ -195,7 +211,9 @@ def spares():
     z.settle()
 
 
-def test_a_spare_process_serves_the_next_candidate_with_the_same_limits(tmp_path: Path, spares: host.Zygote):
+def test_a_spare_process_serves_the_next_candidate_with_the_same_limits(
+    tmp_path: Path, spares: host.Zygote
+):
     path = tmp_path / "sol.py"
     path.write_text(SOLUTION, encoding="utf-8")
     limits = Limits(call_timeout=10, total_timeout=60)
@@ -219,11 +237,16 @@ def test_a_spare_process_serves_the_next_candidate_with_the_same_limits(tmp_path
 
 
 def _graded(result) -> tuple:
-    return (result.status, [(t.id, t.status, t.message) for t in result.tests],
-            [(d.id, d.severity, d.title, [s.line for s in d.source]) for d in result.diagnostics])
+    return (
+        result.status,
+        [(t.id, t.status, t.message) for t in result.tests],
+        [(d.id, d.severity, d.title, [s.line for s in d.source]) for d in result.diagnostics],
+    )
 
 
-@pytest.mark.parametrize("file", ["reference/gqa.py", "tests/fixtures/mistakes/gqa/kv-repeat-instead-of-interleave.py"])
+@pytest.mark.parametrize(
+    "file", ["reference/gqa.py", "tests/fixtures/mistakes/gqa/kv-repeat-instead-of-interleave.py"]
+)
 def test_a_kept_session_grades_as_a_fresh_one(file: str, monkeypatch: pytest.MonkeyPatch):
     from attnkata.checker import catalog, driver, runner
 
@@ -251,6 +274,8 @@ def test_a_cancelled_run_of_a_kept_session_is_not_reused():
     assert str(kata.grader_path) in driver._kept
     cancel = threading.Event()  # a save during the run's first test
     with pytest.raises(CheckCancelled):
-        runner.check(kata, path, keep_session=True, cancel=cancel, progress=lambda test: cancel.set())
+        runner.check(
+            kata, path, keep_session=True, cancel=cancel, progress=lambda test: cancel.set()
+        )
     assert str(kata.grader_path) not in driver._kept
     assert runner.check(kata, path, keep_session=True).passed

@@ -52,4 +52,3 @@ def test_the_result_names_the_exact_source_it_graded(tmp_path: Path) -> None:
     data = json.loads(res.stdout)
     assert data["source_sha256"] == hashlib.sha256(REFERENCE.read_bytes()).hexdigest()
     assert data["limits"]["call_timeout"] > 0 and data["isolation"]["backend"]
-

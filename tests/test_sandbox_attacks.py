@@ -105,11 +105,28 @@ POLICY_ONLY = {"pop_modes.py"}
 # read_others), lets a daemon leave its session, and for a non-root user neither bounds the
 # number of processes nor stops kill(-1) from reaching the user's own processes: those
 # attacks are never run against it here (README: threat model).
-FALLBACK_SAFE = {"close_channel.py", "half_frame.py", "huge_frame.py", "print_flood.py", "tiny_view.py",
-                 "forge_fds.py", "hide_mutation.py", "aten_composite.py", "rewrite_own_file.py",
-                 "forge_stdout.py", "gc_frames.py", "json_bomb.py", "json_deep.py", "hostile_fields.py",
-                 "hostile_trace.py", "hostile_device.py", "long_type_name.py", "utf7_cookie.py",
-                 "public_composite.py", "mha_forward_direct.py"}
+FALLBACK_SAFE = {
+    "close_channel.py",
+    "half_frame.py",
+    "huge_frame.py",
+    "print_flood.py",
+    "tiny_view.py",
+    "forge_fds.py",
+    "hide_mutation.py",
+    "aten_composite.py",
+    "rewrite_own_file.py",
+    "forge_stdout.py",
+    "gc_frames.py",
+    "json_bomb.py",
+    "json_deep.py",
+    "hostile_fields.py",
+    "hostile_trace.py",
+    "hostile_device.py",
+    "long_type_name.py",
+    "utf7_cookie.py",
+    "public_composite.py",
+    "mha_forward_direct.py",
+}
 GRADER_GROWTH_LIMIT = 300 << 20  # bytes of RSS the grading process may gain from one attack
 
 
@@ -172,11 +189,17 @@ def test_memory_is_bounded_for_the_whole_tree() -> None:
         c.call(FN, _inputs())
 
 
-@pytest.mark.parametrize("name", sorted(POLICY_ONLY) + ["exec_reference.py", "gc_frames.py", "forge_fds.py"])
+@pytest.mark.parametrize(
+    "name", sorted(POLICY_ONLY) + ["exec_reference.py", "gc_frames.py", "forge_fds.py"]
+)
 def test_policy_stops_what_runtime_cannot(name: str) -> None:
-    result = check(get_kata("sdpa"), ATTACKS / name, limits=LIMITS, policy="enforce", diagnose=False)
+    result = check(
+        get_kata("sdpa"), ATTACKS / name, limits=LIMITS, policy="enforce", diagnose=False
+    )
     assert result.status != "pass"
-    assert any(d.id.startswith("policy-") and d.is_error for d in result.diagnostics), result.diagnostics
+    assert any(d.id.startswith("policy-") and d.is_error for d in result.diagnostics), (
+        result.diagnostics
+    )
 
 
 def test_a_candidate_process_never_shares_the_graders_memory() -> None:
@@ -192,8 +215,23 @@ def test_a_candidate_process_never_shares_the_graders_memory() -> None:
 def test_attacks_through_the_cli(name: str, tmp_path: Path) -> None:
     env = {**os.environ, "KATA_HOME": str(tmp_path)}
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "attnkata", "check", "sdpa", str(ATTACKS / name),
-                           "--timeout", "2", "--json"], env=env, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "attnkata",
+            "check",
+            "sdpa",
+            str(ATTACKS / name),
+            "--timeout",
+            "2",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 1, proc.stderr
     import json
 
@@ -208,8 +246,13 @@ def test_attacks_through_the_cli(name: str, tmp_path: Path) -> None:
 def test_forced_fallback_still_grades_and_says_so(tmp_path: Path) -> None:
     env = {**os.environ, "KATA_HOME": str(tmp_path), host.ENV_MODE: "subprocess"}
     for name, code in ((REFERENCE, 0), (ATTACKS / "forge_stdout.py", 1)):
-        proc = subprocess.run([sys.executable, "-m", "attnkata", "check", "sdpa", str(name), "--json"],
-                              env=env, capture_output=True, text=True, timeout=180)
+        proc = subprocess.run(
+            [sys.executable, "-m", "attnkata", "check", "sdpa", str(name), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert proc.returncode == code, proc.stderr
         import json
 
@@ -232,15 +275,22 @@ def test_attackers_in_a_batch_change_no_other_grade_or_file(tmp_path: Path) -> N
     from attnkata.cli.app import app
 
     bundle = tmp_path / "set"
-    res = CliRunner().invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0"])
+    res = CliRunner().invoke(
+        app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0"]
+    )
     assert res.exit_code == 0, res.output
     manifest = bundle / MANIFEST_PATH
     data = json.loads(manifest.read_text(encoding="utf-8"))
     data["grading"]["policy"] = "warn"
     manifest.write_text(json.dumps(data), encoding="utf-8")
     subs = tmp_path / "subs"
-    attackers = {"mallory": "read_others.py", "eve": "forge_fds.py", "trent": "kill_everything.py",
-                 "oscar": "daemon.py", "peggy": "forge_stdout.py"}
+    attackers = {
+        "mallory": "read_others.py",
+        "eve": "forge_fds.py",
+        "trent": "kill_everything.py",
+        "oscar": "daemon.py",
+        "peggy": "forge_stdout.py",
+    }
     honest = ("alice", "bob", "carol")
     for student in honest:
         (subs / student).mkdir(parents=True)
@@ -265,7 +315,9 @@ def test_attackers_in_a_batch_change_no_other_grade_or_file(tmp_path: Path) -> N
 # Last in the module: the fallback's zygote must not serve the tests above.
 @pytest.mark.parametrize("name", [n for n in ALL if n not in POLICY_ONLY])
 @pytest.mark.parametrize("backend", ["namespaces", "subprocess"])
-def test_attack_is_contained(backend: str, name: str, bait: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_attack_is_contained(
+    backend: str, name: str, bait: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if backend == "subprocess" and name not in FALLBACK_SAFE:
         pytest.skip("not contained by the fallback (README: threat model)")
     _use(backend, monkeypatch)
@@ -277,8 +329,12 @@ def test_attack_is_contained(backend: str, name: str, bait: Path, monkeypatch: p
     with Candidate(ATTACKS / name, LIMITS) as c:
         try:
             out = c.call(FN, (q, k, v))
-            ok = isinstance(out.value, torch.Tensor) and out.value.shape == q.shape \
-                and torch.allclose(out.value, _expected(q, k, v)) and not out.mutated
+            ok = (
+                isinstance(out.value, torch.Tensor)
+                and out.value.shape == q.shape
+                and torch.allclose(out.value, _expected(q, k, v))
+                and not out.mutated
+            )
             verdict = "pass" if ok else "fail"
         except CandidateFailure as exc:
             verdict = exc.status
@@ -292,16 +348,19 @@ def test_attack_is_contained(backend: str, name: str, bait: Path, monkeypatch: p
     assert _rss() - rss < GRADER_GROWTH_LIMIT, name
 
 
-def test_only_library_folders_are_bound_and_an_installed_attnkata_is_hidden(monkeypatch: pytest.MonkeyPatch,
-                                                                           tmp_path: Path) -> None:
+def test_only_library_folders_are_bound_and_an_installed_attnkata_is_hidden(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     site = tmp_path / "venv" / "lib" / "site-packages"
     (site / "attnkata" / "reference").mkdir(parents=True)
     checkout = tmp_path / "checkout"
     (checkout / "reference").mkdir(parents=True)
     work = tmp_path / "work"
     work.mkdir()
-    for package, path_entries, hidden in ((site / "attnkata", [str(site), str(work)], [str(site / "attnkata")]),
-                                          (checkout, [str(checkout), str(tmp_path)], [])):
+    for package, path_entries, hidden in (
+        (site / "attnkata", [str(site), str(work)], [str(site / "attnkata")]),
+        (checkout, [str(checkout), str(tmp_path)], []),
+    ):
         monkeypatch.setattr(host, "_PACKAGE", package)
         monkeypatch.setattr(sys, "path", path_entries)
         monkeypatch.setattr(host.tempfile, "gettempdir", lambda: "/nonexistent-tmp")

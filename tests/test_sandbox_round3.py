@@ -36,8 +36,17 @@ ATTACKS = FIXTURES / "attacks"
 ROUND3 = FIXTURES / "round3"
 REFERENCE = Path(__file__).parent.parent / "reference" / "sdpa.py"
 LIMITS = Limits(call_timeout=2.0, total_timeout=8.0, memory_mb=1024)
-NEW_ATTACKS = ["utf7_cookie.py", "json_bomb.py", "json_deep.py", "hostile_fields.py", "hostile_trace.py",
-               "hostile_device.py", "long_type_name.py", "public_composite.py", "mha_forward_direct.py"]
+NEW_ATTACKS = [
+    "utf7_cookie.py",
+    "json_bomb.py",
+    "json_deep.py",
+    "hostile_fields.py",
+    "hostile_trace.py",
+    "hostile_device.py",
+    "long_type_name.py",
+    "public_composite.py",
+    "mha_forward_direct.py",
+]
 GRADER_RSS_LIMIT = 1 << 30
 # Any C0 control but newline and tab, DEL, and C1 (the 8-bit CSI among them).
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
@@ -94,11 +103,20 @@ def test_an_attack_gets_a_verdict_in_time_with_the_grader_intact(name: str) -> N
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["long_type_name.py", "json_bomb.py", "hostile_fields.py", "utf7_cookie.py"])
-def test_an_attack_through_the_cli_is_a_failure_not_an_internal_error(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "name", ["long_type_name.py", "json_bomb.py", "hostile_fields.py", "utf7_cookie.py"]
+)
+def test_an_attack_through_the_cli_is_a_failure_not_an_internal_error(
+    name: str, tmp_path: Path
+) -> None:
     env = {**os.environ, "KATA_HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "attnkata", "check", "sdpa", str(ATTACKS / name), "--timeout", "2"],
-                          env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "attnkata", "check", "sdpa", str(ATTACKS / name), "--timeout", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-500:])
     assert not CONTROL.search(proc.stdout + proc.stderr)
 
@@ -109,7 +127,9 @@ def test_the_coding_line_cannot_show_the_sandbox_other_code() -> None:
     result = check(get_kata("sdpa"), ATTACKS / "utf7_cookie.py", limits=LIMITS)
     assert [d.id for d in result.diagnostics] == ["source-encoding"] and result.status == "error"
     assert static.foreign_encoding("# -*- coding: utf-8 -*-\nx = 1\n") is None
-    assert static.foreign_encoding("#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\n") == (2, "latin-1")
+    assert static.foreign_encoding(
+        "#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\n"
+    ) == (2, "latin-1")
 
     from attnkata.checker.proxy import Candidate
 
@@ -127,16 +147,32 @@ def test_the_source_limits_agree_and_control_characters_do_not_count_against_the
 
 
 def test_replies_are_validated_and_clipped() -> None:
-    ok = replies.clean({"ok": False, "kind": "exception", "type": "E" * 10_000, "message": "m" * 10_000,
-                        "frames": [{"line": 3, "text": "x", "function": "f"}] * 1000}, "call")
+    ok = replies.clean(
+        {
+            "ok": False,
+            "kind": "exception",
+            "type": "E" * 10_000,
+            "message": "m" * 10_000,
+            "frames": [{"line": 3, "text": "x", "function": "f"}] * 1000,
+        },
+        "call",
+    )
     assert len(ok["type"]) == replies.TYPE_CHARS and len(ok["message"]) == replies.MESSAGE_CHARS
     assert len(ok["frames"]) == replies.MAX_ITEMS
-    for bad, op in (({"ok": False, "type": ["E"]}, "call"), ({"ok": False, "frames": [{"line": "9"}]}, "call"),
-                    ({"ok": True, "trace": "x"}, "call"), ({"ok": True, "warnings": [1]}, "call"),
-                    ({"ok": True, "handle": "1", "structure": {}}, "new"), ({"ok": "yes"}, "call"), ([], "load")):
+    for bad, op in (
+        ({"ok": False, "type": ["E"]}, "call"),
+        ({"ok": False, "frames": [{"line": "9"}]}, "call"),
+        ({"ok": True, "trace": "x"}, "call"),
+        ({"ok": True, "warnings": [1]}, "call"),
+        ({"ok": True, "handle": "1", "structure": {}}, "new"),
+        ({"ok": "yes"}, "call"),
+        ([], "load"),
+    ):
         with pytest.raises(replies.BadReply):
             replies.clean(bad, op)
-    assert replies.clean({"ok": False, "kind": "'; drop", "type": "E"}, "call")["kind"] == "exception"
+    assert (
+        replies.clean({"ok": False, "kind": "'; drop", "type": "E"}, "call")["kind"] == "exception"
+    )
 
 
 def _body(header: bytes, buffers: bytes = b"") -> bytes:
@@ -166,14 +202,17 @@ def test_fused_attention_is_refused_at_the_dispatcher_in_the_sandbox() -> None:
     from attnkata.checker.proxy import Candidate, CandidateBanned
 
     q = torch.randn(1, 1, 3, 4, dtype=torch.float64)
-    for name, what in (("public_composite.py", "aten::scaled_dot_product_attention"),
-                       ("mha_forward_direct.py", "multi_head_attention_forward")):
+    for name, what in (
+        ("public_composite.py", "aten::scaled_dot_product_attention"),
+        ("mha_forward_direct.py", "multi_head_attention_forward"),
+    ):
         with Candidate(ATTACKS / name, LIMITS) as c, pytest.raises(CandidateBanned, match=what):
             c.call("scaled_dot_product_attention", (q, q, q))
 
 
 def test_a_secret_salt_gives_inputs_a_table_cannot_know_and_the_same_ones_on_a_regrade(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     def seen() -> list[str]:
         result = check(get_kata("sdpa"), ROUND3 / "echo_inputs.py", limits=LIMITS, diagnose=False)
         return [t.message for t in result.tests if "seen" in t.message]
@@ -190,7 +229,11 @@ def test_a_secret_salt_gives_inputs_a_table_cannot_know_and_the_same_ones_on_a_r
 def test_a_dense_matrix_in_numpy_fails_the_efficient_tier() -> None:
     result = check(get_kata("sliding-window"), ROUND3 / "numpy_dense_sliding.py", diagnose=False)
     efficient = [t for t in result.tests if t.tier == "efficient"]
-    assert efficient and efficient[0].status == "fail" and "memory this test allows" in efficient[0].message
+    assert (
+        efficient
+        and efficient[0].status == "fail"
+        and "memory this test allows" in efficient[0].message
+    )
 
 
 def test_nothing_a_candidate_leaves_reaches_the_next_one() -> None:
@@ -212,7 +255,9 @@ def test_a_batch_with_attackers_first_grades_every_honest_student_exactly(tmp_pa
     from attnkata.cli.app import app
 
     bundle = tmp_path / "set"
-    res = CliRunner().invoke(app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0"])
+    res = CliRunner().invoke(
+        app, ["set", "create", "--katas", "sdpa", "--out", str(bundle), "--public-tests", "0"]
+    )
     assert res.exit_code == 0, res.output
     manifest = bundle / MANIFEST_PATH
     data = json.loads(manifest.read_text(encoding="utf-8"))
@@ -222,12 +267,18 @@ def test_a_batch_with_attackers_first_grades_every_honest_student_exactly(tmp_pa
     # Graded in name order by one worker: every attacker, then the relay's writer, then the
     # reader (which passes only if the writer's source reached it), then honest classmates.
     students = {f"a{i:02d}_{Path(n).stem}": ATTACKS / n for i, n in enumerate(NEW_ATTACKS)}
-    students |= {"m_writer": ROUND3 / "writer.py", "n_reader": ROUND3 / "reader.py",
-                 "x_alice": REFERENCE, "y_bob": REFERENCE}
+    students |= {
+        "m_writer": ROUND3 / "writer.py",
+        "n_reader": ROUND3 / "reader.py",
+        "x_alice": REFERENCE,
+        "y_bob": REFERENCE,
+    }
     for student, source in students.items():
         (subs / student).mkdir(parents=True)
         shutil.copy(source, subs / student / "sdpa.py")
-    results = grade_set(bundle, subs, GradeOptions(jobs=1, timeout=8, call_timeout=2, out=tmp_path / "out"))
+    results = grade_set(
+        bundle, subs, GradeOptions(jobs=1, timeout=8, call_timeout=2, out=tmp_path / "out")
+    )
     full = results.entry("x_alice", "sdpa")
     assert full.status == "pass" and full.score == full.points > 0
     for student in ("y_bob", "m_writer"):
@@ -248,15 +299,24 @@ def test_watch_survives_the_attacks_and_shares_nothing_between_saves(tmp_path: P
 
     path = tmp_path / "sdpa.py"
     path.write_text(REFERENCE.read_text())
-    proc = subprocess.Popen([sys.executable, "-m", "attnkata", "watch", "sdpa", str(path), "--json", "--timeout", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "KATA_HOME": str(tmp_path / "home")})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnkata", "watch", "sdpa", str(path), "--json", "--timeout", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "KATA_HOME": str(tmp_path / "home")},
+    )
     lines = _JsonLines(proc)
     try:
         assert lines.next(timeout=60)["status"] == "pass"
-        for source, want_pass in ((ROUND3 / "writer.py", True), (ROUND3 / "reader.py", False),
-                                  (ATTACKS / "long_type_name.py", False), (ATTACKS / "hostile_fields.py", False),
-                                  (ATTACKS / "json_bomb.py", False), (REFERENCE, True)):
+        for source, want_pass in (
+            (ROUND3 / "writer.py", True),
+            (ROUND3 / "reader.py", False),
+            (ATTACKS / "long_type_name.py", False),
+            (ATTACKS / "hostile_fields.py", False),
+            (ATTACKS / "json_bomb.py", False),
+            (REFERENCE, True),
+        ):
             path.write_text(source.read_text())
             result = lines.next(timeout=60)
             assert (result["status"] == "pass") == want_pass, (source.name, result["status"])
@@ -271,14 +331,24 @@ def test_the_mock_interviews_worker_shares_nothing_between_checks(tmp_path: Path
     mock interview enforces the static policy, so the writer (it opens files) is refused before
     it runs; the reader still finds nothing, an attack does not stop the worker, and the next
     honest save passes."""
-    proc = subprocess.Popen([sys.executable, "-m", "attnkata.checker.mock.worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "KATA_HOME": str(tmp_path / "home")})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnkata.checker.mock.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "KATA_HOME": str(tmp_path / "home")},
+    )
     assert proc.stdin is not None and proc.stdout is not None
     try:
         assert json.loads(proc.stdout.readline()).get("ready")
         statuses = []
-        for source in (ROUND3 / "writer.py", ROUND3 / "reader.py", ATTACKS / "long_type_name.py", REFERENCE):
+        for source in (
+            ROUND3 / "writer.py",
+            ROUND3 / "reader.py",
+            ATTACKS / "long_type_name.py",
+            REFERENCE,
+        ):
             path = tmp_path / "sdpa.py"
             path.write_text(source.read_text())
             proc.stdin.write(json.dumps({"kata": "sdpa", "path": str(path), "lang": "en"}) + "\n")
@@ -289,4 +359,6 @@ def test_the_mock_interviews_worker_shares_nothing_between_checks(tmp_path: Path
     finally:
         proc.stdin.close()
         proc.wait(30)
-    assert statuses[:2] == ["fail", "fail"] and statuses[2] != "pass" and statuses[3] == "pass", statuses
+    assert statuses[:2] == ["fail", "fail"] and statuses[2] != "pass" and statuses[3] == "pass", (
+        statuses
+    )

@@ -31,7 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 REFERENCE = (REPO / "reference" / "sdpa.py").read_text()
 runner = CliRunner()
 TIMEOUT = 2.0
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+CHROMIUM = (
+    shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+)
 
 
 def kata(*args: str):
@@ -53,9 +55,14 @@ STUDENTS = {
     # Fills masked scores with -1e9: a fully masked row attends uniformly (handed in late).
     "bob": (REPO / "katas" / "sdpa" / "examples" / "wrong.py").read_text(),
     # Forgets the 1/sqrt(d) scale.
-    "carol": _replace("scale = 1.0 / math.sqrt(d) if scale is None else scale", "scale = 1.0 if scale is None else scale"),
+    "carol": _replace(
+        "scale = 1.0 / math.sqrt(d) if scale is None else scale",
+        "scale = 1.0 if scale is None else scale",
+    ),
     # Scales q in place: the caller's tensor changes (and autograd refuses it on a leaf).
-    "dave": _replace("scores = (q @ k.transpose(-2, -1)) * scale", "scores = q.mul_(scale) @ k.transpose(-2, -1)"),
+    "dave": _replace(
+        "scores = (q @ k.transpose(-2, -1)) * scale", "scores = q.mul_(scale) @ k.transpose(-2, -1)"
+    ),
     # Hostile: never returns.
     "erin": "def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    while True:\n        pass\n",
 }
@@ -66,8 +73,22 @@ LATE = 1924992000  # 2031-01-01, after the set's deadline
 def graded(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     tmp = tmp_path_factory.mktemp("sets")
     bundle = tmp / "week3"
-    res = kata("set", "create", "--katas", "sdpa", "--out", bundle, "--title", "Week 3", "--public-tests", "2",
-               "--due", "2030-01-01T00:00", "--late-penalty", "0.5")
+    res = kata(
+        "set",
+        "create",
+        "--katas",
+        "sdpa",
+        "--out",
+        bundle,
+        "--title",
+        "Week 3",
+        "--public-tests",
+        "2",
+        "--due",
+        "2030-01-01T00:00",
+        "--late-penalty",
+        "0.5",
+    )
     assert res.exit_code == 0, res.output
     subs = tmp / "submissions"
     for name, source in STUDENTS.items():
@@ -78,23 +99,58 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     (subs / "frank" / "attention.py").write_text(REFERENCE)  # the wrong name: missing
     out = tmp / "out"
     t0 = time.monotonic()
-    res = kata("set", "grade", bundle, subs, "--jobs", "2", "--timeout", TIMEOUT, "--quiet",
-               "--csv", out / "grades.csv", "--html", out / "report.html", "--json", out / "results.json",
-               "--feedback", out / "feedback", "--out", out / "work")
+    res = kata(
+        "set",
+        "grade",
+        bundle,
+        subs,
+        "--jobs",
+        "2",
+        "--timeout",
+        TIMEOUT,
+        "--quiet",
+        "--csv",
+        out / "grades.csv",
+        "--html",
+        out / "report.html",
+        "--json",
+        out / "results.json",
+        "--feedback",
+        out / "feedback",
+        "--out",
+        out / "work",
+    )
     wall = time.monotonic() - t0
     assert res.exit_code == 0, res.output
     data = json.loads((out / "results.json").read_text())
-    return SimpleNamespace(tmp=tmp, bundle=bundle, subs=subs, out=out, wall=wall, data=data, stdout=res.stdout,
-                           entries={s["student"]: s["katas"]["sdpa"] for s in data["students"]})
+    return SimpleNamespace(
+        tmp=tmp,
+        bundle=bundle,
+        subs=subs,
+        out=out,
+        wall=wall,
+        data=data,
+        stdout=res.stdout,
+        entries={s["student"]: s["katas"]["sdpa"] for s in data["students"]},
+    )
 
 
 # -- create ------------------------------------------------------------------------------------
 def test_create_writes_the_student_and_instructor_folders(graded):
     student, instructor = graded.bundle / "student", graded.bundle / "instructor"
-    for rel in ("README.md", "handout.html", "sdpa/statement.md", "sdpa/statement.zh.md", "sdpa/sdpa.py",
-                "sdpa/test_public_sdpa.py", "sdpa/public_sdpa.json"):
+    for rel in (
+        "README.md",
+        "handout.html",
+        "sdpa/statement.md",
+        "sdpa/statement.zh.md",
+        "sdpa/sdpa.py",
+        "sdpa/test_public_sdpa.py",
+        "sdpa/public_sdpa.json",
+    ):
         assert (student / rel).is_file(), rel
-    assert (student / "sdpa" / "sdpa.py").read_text() == (REPO / "katas" / "sdpa" / "skeleton.py").read_text()
+    assert (student / "sdpa" / "sdpa.py").read_text() == (
+        REPO / "katas" / "sdpa" / "skeleton.py"
+    ).read_text()
     assert "{{conventions}}" not in (student / "sdpa" / "statement.md").read_text()
     assert "Masks are boolean" in (student / "sdpa" / "statement.md").read_text()
     assert (instructor / "reference" / "sdpa.py").read_text() == REFERENCE
@@ -134,17 +190,29 @@ def test_the_student_folder_leaks_no_reference_grader_or_hidden_input(graded):
     shown: set = set()
     for case in doc["cases"]:
         for step in case["steps"]:
-            samples._float_keys([samples.decode(step.get(k)) for k in ("args", "kwargs", "state")], shown)
+            samples._float_keys(
+                [samples.decode(step.get(k)) for k in ("args", "kwargs", "state")], shown
+            )
     assert hidden and shown and not (hidden & shown)
 
 
 def _run_public(folder: Path, solution: Path, tmp: Path) -> subprocess.CompletedProcess:
     work = tmp / f"run-{solution.parent.name}"
     shutil.copytree(folder, work)
-    env = {**os.environ, "KATA_SOLUTION": str(solution), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=240)
+    env = {
+        **os.environ,
+        "KATA_SOLUTION": str(solution),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 def test_public_samples_run_without_attnkata_and_catch_a_mistake(graded):
@@ -189,15 +257,29 @@ def test_create_refuses_bad_input(tmp_path):
 
 
 def test_guided_level_in_one_language_without_samples(tmp_path):
-    res = kata("set", "create", "--katas", "sdpa", "--out", tmp_path / "g", "--level", "guided", "--lang", "zh",
-               "--public-tests", "0")
+    res = kata(
+        "set",
+        "create",
+        "--katas",
+        "sdpa",
+        "--out",
+        tmp_path / "g",
+        "--level",
+        "guided",
+        "--lang",
+        "zh",
+        "--public-tests",
+        "0",
+    )
     assert res.exit_code == 0, res.output
     folder = tmp_path / "g" / "student" / "sdpa"
     assert sorted(p.name for p in folder.iterdir()) == ["sdpa.py", "statement.zh.md"]
     guided = (folder / "sdpa.py").read_text()
     assert "# BEGIN SOLUTION" in guided and "# END SOLUTION" in guided
     assert not [ln for ln in _solution_lines(REFERENCE) if len(ln) > 15 and ln in guided]
-    assert "## 中文" not in (tmp_path / "g" / "student" / "README.md").read_text()  # only one language
+    assert (
+        "## 中文" not in (tmp_path / "g" / "student" / "README.md").read_text()
+    )  # only one language
 
 
 # -- grade -------------------------------------------------------------------------------------
@@ -239,7 +321,11 @@ def test_gradebook_csv_has_a_row_per_student_and_totals(graded):
     rows = list(csv.DictReader((graded.out / "grades.csv").open()))
     assert [r["student"] for r in rows] == ["alice", "bob", "carol", "dave", "erin", "frank"]
     by = {r["student"]: r for r in rows}
-    assert by["alice"]["sdpa"] == "10" and by["alice"]["total"] == "10" and by["alice"]["percent"] == "100"
+    assert (
+        by["alice"]["sdpa"] == "10"
+        and by["alice"]["total"] == "10"
+        and by["alice"]["percent"] == "100"
+    )
     assert by["alice"]["max"] == "10" and by["alice"]["sdpa status"] == "pass"
     assert by["erin"]["sdpa status"] == "timeout" and by["erin"]["total"] == "0"
     assert by["frank"]["missing"] == "sdpa" and by["bob"]["late"] == "sdpa"
@@ -249,23 +335,30 @@ def test_gradebook_csv_has_a_row_per_student_and_totals(graded):
 
 def test_feedback_explains_each_students_result_without_hidden_code(graded):
     folder = graded.out / "feedback"
-    assert sorted(p.name for p in folder.iterdir()) == [f"{s}.md" for s in ("alice", "bob", "carol", "dave",
-                                                                            "erin", "frank")]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        f"{s}.md" for s in ("alice", "bob", "carol", "dave", "erin", "frank")
+    ]
     alice = (folder / "alice.md").read_text()
     assert "All required tests pass" in alice and "10 / 10" in alice and "| core |" in alice
     erin = (folder / "erin.md").read_text()
     assert "Time limit exceeded" in erin and "timeout" in erin
     assert "No file was handed in" in (folder / "frank.md").read_text()
     assert "late" in (folder / "bob.md").read_text().lower()
-    grader_lines = {ln.strip() for ln in load_set_kata("sdpa").grader_path.read_text().splitlines()
-                    if len(ln.strip()) > 20}
+    grader_lines = {
+        ln.strip()
+        for ln in load_set_kata("sdpa").grader_path.read_text().splitlines()
+        if len(ln.strip()) > 20
+    }
     for name in STUDENTS:
         text = (folder / f"{name}.md").read_text()
         assert "| Tier | Tests passed |" in text
         assert not [ln for ln in grader_lines if ln in text], name
         own = (graded.subs / name / "sdpa.py").read_text().splitlines()
         for quoted in re.findall(r"^\s*(\d+) \| (.*)$", text, re.M):
-            assert own[int(quoted[0]) - 1] == quoted[1], (name, quoted)  # only the student's own lines
+            assert own[int(quoted[0]) - 1] == quoted[1], (
+                name,
+                quoted,
+            )  # only the student's own lines
 
 
 def test_the_class_report_shows_pass_rates_and_the_mistake_histogram(graded):
@@ -273,31 +366,56 @@ def test_the_class_report_shows_pass_rates_and_the_mistake_histogram(graded):
     assert "<script" not in page and "Week 3" in page
     stats = next(k for k in graded.data["katas"] if k["kata"] == "sdpa")
     assert stats["passed"] == 1 and stats["submitted"] == 5 and stats["missing"] == 1
-    assert f"<span class=\"pass-rate\">{stats['pass_rate']:.0%}</span>" in page  # 17%
+    assert f'<span class="pass-rate">{stats["pass_rate"]:.0%}</span>' in page  # 17%
     mistakes = graded.data["mistakes"]
     assert any(m["id"] == "timeout" and m["count"] == 1 and m["of"] == 5 for m in mistakes)
     for m in mistakes:
-        assert f"data-id=\"{m['id']}\"" in page
+        assert f'data-id="{m["id"]}"' in page
         assert f"<strong>{m['share']:.0%}</strong> ({m['count']} of {m['of']})" in page
     assert "Score distribution" in page and "<svg" in page
     # The Notes column says why a row looks the way it does: late, a missing file, the top mistake.
     rows = [row.split("</tr>", 1)[0] for row in page.split('<tr class="student">')[1:]]
-    notes = {row.split("</td>", 1)[0].split(">")[-1]: row.rsplit("<td>", 1)[-1].split("</td>")[0] for row in rows}
+    notes = {
+        row.split("</td>", 1)[0].split(">")[-1]: row.rsplit("<td>", 1)[-1].split("</td>")[0]
+        for row in rows
+    }
     assert "late" in notes["bob"] and "found: attention.py" in notes["frank"]
     assert "(timeout)" in notes["erin"] and notes["alice"] == ""
-    carol_top = next(d for d in graded.entries["carol"]["result"]["diagnostics"] if d["severity"] == "essential")
+    carol_top = next(
+        d for d in graded.entries["carol"]["result"]["diagnostics"] if d["severity"] == "essential"
+    )
     assert f"({carol_top['id']})" in notes["carol"]
     # "20 / 20" never wraps: no-break spaces in the totals and mean points, nowrap on numbers.
-    assert all(f"\u00a0/\u00a0{graded.data['set']['katas'][0]['points']:g}</td>" in row for row in rows)
-    assert " / " not in "".join(rows) and "white-space: nowrap" in page.split("td.num, th.num", 1)[1].split("}")[0]
+    assert all(
+        f"\u00a0/\u00a0{graded.data['set']['katas'][0]['points']:g}</td>" in row for row in rows
+    )
+    assert (
+        " / " not in "".join(rows)
+        and "white-space: nowrap" in page.split("td.num, th.num", 1)[1].split("}")[0]
+    )
 
 
 # -- chromium ----------------------------------------------------------------------------------
 def _chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp / f"profile-{time.monotonic_ns()}"
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _ink(png: bytes) -> float:
@@ -306,8 +424,8 @@ def _ink(png: bytes) -> float:
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width, height, channels = 8, b"", 0, 0, 4
     while pos < len(png):
-        n = int.from_bytes(png[pos:pos + 4], "big")
-        kind, body = png[pos + 4:pos + 8], png[pos + 8:pos + 8 + n]
+        n = int.from_bytes(png[pos : pos + 4], "big")
+        kind, body = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + n]
         if kind == b"IHDR":
             width, height = int.from_bytes(body[:4], "big"), int.from_bytes(body[4:8], "big")
             channels = {2: 3, 6: 4, 0: 1, 4: 2}[body[9]]
@@ -352,16 +470,18 @@ def test_a_resumed_run_regrades_only_what_is_not_done(graded, tmp_path):
     opts = GradeOptions(jobs=2, timeout=TIMEOUT, out=work)
     again = grade_set(graded.bundle, subs, opts)
     assert again.stats["graded"] == 0 and again.stats["reused"] == 5
-    assert {s: again.entry(s, "sdpa").score for s in again.students} == \
-        {s: graded.entries[s]["score"] for s in graded.entries}
+    assert {s: again.entry(s, "sdpa").score for s in again.students} == {
+        s: graded.entries[s]["score"] for s in graded.entries
+    }
     # Interrupted after two results, the last line cut in half: three are graded again.
     journal = work / "journal.jsonl"
     lines = journal.read_text().splitlines(keepends=True)
     journal.write_text("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])
     resumed = grade_set(graded.bundle, subs, opts)
     assert resumed.stats["graded"] == 3 and resumed.stats["reused"] == 2
-    assert {s: resumed.entry(s, "sdpa").status for s in resumed.students} == \
-        {s: graded.entries[s]["status"] for s in graded.entries}
+    assert {s: resumed.entry(s, "sdpa").status for s in resumed.students} == {
+        s: graded.entries[s]["status"] for s in graded.entries
+    }
     # A changed file is regraded; different limits regrade everything.
     (subs / "carol" / "sdpa.py").write_text(REFERENCE)
     changed = grade_set(graded.bundle, subs, opts)
@@ -373,7 +493,9 @@ def test_a_tampered_bundle_is_refused(graded, tmp_path):
     cases = {
         "instructor/reference/sdpa.py": lambda p: p.write_text(p.read_text() + "\n# edited\n"),
         "student/sdpa/statement.md": lambda p: p.unlink(),
-        MANIFEST_PATH.as_posix(): lambda p: p.write_text(p.read_text().replace('"hash": "sha256:', '"hash": "sha256:0')),
+        MANIFEST_PATH.as_posix(): lambda p: p.write_text(
+            p.read_text().replace('"hash": "sha256:', '"hash": "sha256:0')
+        ),
     }
     for rel, tamper in cases.items():
         bundle = tmp_path / rel.replace("/", "_")
@@ -387,12 +509,15 @@ def test_a_tampered_bundle_is_refused(graded, tmp_path):
     assert res.exit_code == 2 and "is not a problem set" in said(res)
 
 
-def test_a_submission_that_tries_to_kill_its_grading_process_does_not_stop_the_batch(graded, tmp_path):
+def test_a_submission_that_tries_to_kill_its_grading_process_does_not_stop_the_batch(
+    graded, tmp_path
+):
     subs = tmp_path / "subs"
     (subs / "mallory").mkdir(parents=True)
     (subs / "mallory" / "sdpa.py").write_text(
         "import os, signal\n\n\ndef scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n"
-        "    os.kill(os.getppid(), signal.SIGKILL)\n")
+        "    os.kill(os.getppid(), signal.SIGKILL)\n"
+    )
     (subs / "zed").mkdir()
     (subs / "zed" / "sdpa.py").write_text(REFERENCE)
     res = grade_set(graded.bundle, subs, GradeOptions(jobs=1, timeout=TIMEOUT, out=tmp_path / "o"))
@@ -428,7 +553,9 @@ def test_public_samples_of_a_module_kata_replay_weights_and_calls(tmp_path):
     assert len(doc["cases"]) == 2, skipped
     assert any(s["op"] == "load_state" for s in doc["cases"][0]["steps"])
     assert samples.write_doc(kata_def, tmp_path, doc) == 2
-    spec = importlib.util.spec_from_file_location("public_under_test", tmp_path / f"test_public_{kata_def.module_name}.py")
+    spec = importlib.util.spec_from_file_location(
+        "public_under_test", tmp_path / f"test_public_{kata_def.module_name}.py"
+    )
     public = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(public)
 

@@ -114,11 +114,15 @@ def test_legend_parses_both_languages():
 
 
 def test_signatures_show_headers_and_docstrings_not_bodies():
-    src = ('import torch\n\n\ndef f(x: int,\n      y: int = 2) -> int:\n    """Add."""\n    return x + y\n\n\n'
-           'class M:\n    """A module."""\n\n    def __init__(self, d):\n        self.d = d\n\n'
-           '    def forward(self, x):\n        """Run."""\n        return x\n\n    def _private(self):\n        pass\n')
+    src = (
+        'import torch\n\n\ndef f(x: int,\n      y: int = 2) -> int:\n    """Add."""\n    return x + y\n\n\n'
+        'class M:\n    """A module."""\n\n    def __init__(self, d):\n        self.d = d\n\n'
+        '    def forward(self, x):\n        """Run."""\n        return x\n\n    def _private(self):\n        pass\n'
+    )
     f, m = signatures(src, ("f", "M"))
-    assert "def f(x: int,\n      y: int = 2) -> int:" in f and '"""Add."""' in f and "return" not in f
+    assert (
+        "def f(x: int,\n      y: int = 2) -> int:" in f and '"""Add."""' in f and "return" not in f
+    )
     assert "def __init__(self, d):" in m and "def forward(self, x):" in m and '"""Run."""' in m
     assert "_private" not in m and "self.d = d" not in m
 
@@ -132,7 +136,10 @@ def test_untrusted_text_cannot_break_out_of_csv_or_markdown():
     assert _cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and _cell("alice") == "alice"
     fenced = _fence("a ``` b")
     assert fenced.startswith("````\n") and fenced.endswith("\n````")
-    assert safe_name("../../etc/passwd") == "etc_passwd" and safe_name("Zhang San 张三") == "Zhang_San_张三"
+    assert (
+        safe_name("../../etc/passwd") == "etc_passwd"
+        and safe_name("Zhang San 张三") == "Zhang_San_张三"
+    )
 
 
 def test_result_dicts_in_the_journal_round_trip():
@@ -141,7 +148,9 @@ def test_result_dicts_in_the_journal_round_trip():
 
 
 def test_markdown_feedback_keeps_arrows_and_code_and_escapes_only_what_opens_html():
-    text = "Use `q @ k.transpose(-2, -1)` -> (L, S); never <script>x</script>, `<not a tag>` in code"
+    text = (
+        "Use `q @ k.transpose(-2, -1)` -> (L, S); never <script>x</script>, `<not a tag>` in code"
+    )
     out = _inline(text)
     assert "-&gt;" not in out and "&lt;" not in out and "->" in out
     assert "`q @ k.transpose(-2, -1)`" in out and "`<not a tag>`" in out  # code spans untouched
@@ -155,10 +164,14 @@ def test_long_messages_end_at_a_word_with_an_ellipsis():
     words = " ".join(f"word{i}" for i in range(200))
     line = failed_test_line({"id": "t", "tier": "core", "status": "fail", "message": words}, "en")
     assert line.endswith("…") and line[:-1].rsplit(" ", 1)[1].startswith("word")
-    assert all(w.startswith("word") and w[4:].isdigit() for w in line[:-1].split(": ", 1)[1].split())
+    assert all(
+        w.startswith("word") and w[4:].isdigit() for w in line[:-1].split(": ", 1)[1].split()
+    )
     from attnkata.checker.sets.platforms import TierPart, _tier_summary
 
-    part = TierPart("sdpa", "core", 0, 1, 0.0, 1.0, False, [{"id": "t", "message": words + " -> x"}])
+    part = TierPart(
+        "sdpa", "core", 0, 1, 0.0, 1.0, False, [{"id": "t", "message": words + " -> x"}]
+    )
     for md in (True, False):
         shown = _tier_summary(part, "en", md)[1]
         assert shown.endswith("…") and shown[:-1].split()[-1][4:].isdigit(), shown

@@ -36,7 +36,19 @@ def _window_mask(L: int, S: int, window: tuple[int, int]) -> torch.Tensor:
 
 
 SHAPES = [(9, 13), (13, 9), (6, 6), (1, 7), (7, 1), (12, 8)]
-WINDOWS = [(0, 0), (3, 0), (2, 2), (4, 1), (1, 4), (0, 3), (-1, 0), (-1, -1), (-1, 2), (2, -1), (20, 30)]
+WINDOWS = [
+    (0, 0),
+    (3, 0),
+    (2, 2),
+    (4, 1),
+    (1, 4),
+    (0, 3),
+    (-1, 0),
+    (-1, -1),
+    (-1, 2),
+    (2, -1),
+    (20, 30),
+]
 
 
 @pytest.mark.parametrize(("L", "S"), SHAPES)
@@ -48,13 +60,16 @@ def test_reference_matches_dense_attention(L: int, S: int) -> None:
         v = torch.randn(2, 3, S, 4, generator=g, dtype=torch.float64, requires_grad=True)
         got = sliding_window_attention(q, k, v, window, scale=0.7)
         want = dense_sdpa(q, k, v, mask=_window_mask(L, S, window), scale=0.7)
-        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12, msg=f"L={L}, S={S}, window={window}")
+        torch.testing.assert_close(
+            got, want, rtol=1e-12, atol=1e-12, msg=f"L={L}, S={S}, window={window}"
+        )
         grad_out = torch.randn(got.shape, generator=g, dtype=torch.float64)
         g_got = torch.autograd.grad(got, (q, k, v), grad_out)
         g_want = torch.autograd.grad(want, (q, k, v), grad_out)
         for name, a, b in zip("qkv", g_got, g_want, strict=True):
-            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12,
-                                       msg=f"grad {name}, L={L}, S={S}, window={window}")
+            torch.testing.assert_close(
+                a, b, rtol=1e-10, atol=1e-12, msg=f"grad {name}, L={L}, S={S}, window={window}"
+            )
 
 
 def test_reference_is_banded_and_keeps_dtype() -> None:
@@ -67,7 +82,9 @@ def test_reference_is_banded_and_keeps_dtype() -> None:
             out = func(*args, **(kwargs or {}))
             for t in out if isinstance(out, tuple | list) else (out,):
                 if isinstance(t, torch.Tensor):
-                    Largest.elements = max(Largest.elements, t.untyped_storage().nbytes() // t.element_size())
+                    Largest.elements = max(
+                        Largest.elements, t.untyped_storage().nbytes() // t.element_size()
+                    )
             return out
 
     n, window = 4096, (63, 0)
@@ -90,8 +107,9 @@ def test_full_mask_solution_passes_core_but_fails_efficient() -> None:
     by_tier: dict[str, list] = {}
     for t in result.tests:
         by_tier.setdefault(t.tier, []).append(t)
-    assert by_tier["core"] and all(t.status == PASS for t in by_tier["core"]), \
-        [(t.id, t.message) for t in by_tier["core"] if t.status != PASS]
+    assert by_tier["core"] and all(t.status == PASS for t in by_tier["core"]), [
+        (t.id, t.message) for t in by_tier["core"] if t.status != PASS
+    ]
     assert all(t.status == PASS for t in by_tier["edge"])
     [eff] = by_tier["efficient"]
     assert eff.status == FAIL
@@ -99,7 +117,9 @@ def test_full_mask_solution_passes_core_but_fails_efficient() -> None:
     # It ran out of the allowance the kernel enforces (half a dense 8192 x 8192 float32 matrix),
     # and the message says where and what the dense matrix takes.
     assert "ran out of the memory this test allows" in eff.message, eff.message
-    assert "128 MiB beyond its inputs" in eff.message and "takes 256 MiB" in eff.message, eff.message
+    assert "128 MiB beyond its inputs" in eff.message and "takes 256 MiB" in eff.message, (
+        eff.message
+    )
     assert re.search(r"at line \d+", eff.message), eff.message
 
 

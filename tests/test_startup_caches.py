@@ -36,7 +36,9 @@ def _refused(*_: object) -> None:
     raise AssertionError("recomputed although nothing changed")
 
 
-def test_summaries_are_read_back_until_a_kata_toml_changes(two_katas: Path, monkeypatch: pytest.MonkeyPatch):
+def test_summaries_are_read_back_until_a_kata_toml_changes(
+    two_katas: Path, monkeypatch: pytest.MonkeyPatch
+):
     first = catalog.summaries()
     assert set(first) == {"sdpa", "gqa"}
     cached = catalog._summaries_file()
@@ -48,7 +50,9 @@ def test_summaries_are_read_back_until_a_kata_toml_changes(two_katas: Path, monk
         assert catalog.summaries() == first
     # An edited title (another size and mtime): parsed again.
     toml = two_katas / "gqa" / "kata.toml"
-    toml.write_text(toml.read_text(encoding="utf-8").replace('en = "', 'en = "Edited: ', 1), encoding="utf-8")
+    toml.write_text(
+        toml.read_text(encoding="utf-8").replace('en = "', 'en = "Edited: ', 1), encoding="utf-8"
+    )
     catalog.summaries.cache_clear()
     assert catalog.summaries()["gqa"].title.en.startswith("Edited: ")
     # A damaged cache file is not an error: the katas are parsed again.
@@ -58,14 +62,17 @@ def test_summaries_are_read_back_until_a_kata_toml_changes(two_katas: Path, monk
     assert json.loads(cached.read_text(encoding="utf-8"))["stamp"][0] == str(two_katas)
 
 
-def test_the_plan_is_recomputed_exactly_when_the_history_or_the_katas_change(monkeypatch: pytest.MonkeyPatch):
+def test_the_plan_is_recomputed_exactly_when_the_history_or_the_katas_change(
+    monkeypatch: pytest.MonkeyPatch,
+):
     katas = catalog.summaries()
     t = time.time() - 3 * 86400
     with History() as h:
         h.record_attempt("sdpa", "fail", 3, 10, 1.0, "sdpa.py", ["missing-scale"], ts=t)
         fresh = schedule.cached_plan(h, katas)
-        assert {k: p.to_dict() for k, p in fresh.items()} == \
-            {k: p.to_dict() for k, p in schedule.plan(katas, *h.timeline()).items()}
+        assert {k: p.to_dict() for k, p in fresh.items()} == {
+            k: p.to_dict() for k, p in schedule.plan(katas, *h.timeline()).items()
+        }
         with monkeypatch.context() as m:  # unchanged: read back
             m.setattr(schedule, "plan", _refused)
             again = schedule.cached_plan(h, katas)
@@ -96,20 +103,41 @@ def test_the_plan_is_recomputed_exactly_when_the_history_or_the_katas_change(mon
 
 def test_history_fits_80_columns_without_cutting_a_mistake_id(tmp_path: Path):
     with History() as h:
-        h.record_attempt("flash-attention-backward", "fail", 1, 9, 1.0, "f.py",
-                         ["flash-bwd-renormalizes-per-tile", "missing-scale"])
-        h.record_attempt("gqa", "fail", 2, 9, 1.0, "g.py", ["kv-repeat-instead-of-interleave"], mode="mock")
+        h.record_attempt(
+            "flash-attention-backward",
+            "fail",
+            1,
+            9,
+            1.0,
+            "f.py",
+            ["flash-bwd-renormalizes-per-tile", "missing-scale"],
+        )
+        h.record_attempt(
+            "gqa", "fail", 2, 9, 1.0, "g.py", ["kv-repeat-instead-of-interleave"], mode="mock"
+        )
     env = {**os.environ, "COLUMNS": "80"}
-    out = subprocess.run([sys.executable, "-m", "attnkata", "history"], capture_output=True, text=True,
-                         env=env, timeout=60).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "attnkata", "history"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    ).stdout
     assert max(len(line) for line in out.splitlines()) <= 80
-    for whole in ("flash-attention-backward", "flash-bwd-renormalizes-per-tile", "missing-scale",
-                  "kv-repeat-instead-of-interleave", "fail (mock)"):
+    for whole in (
+        "flash-attention-backward",
+        "flash-bwd-renormalizes-per-tile",
+        "missing-scale",
+        "kv-repeat-instead-of-interleave",
+        "fail (mock)",
+    ):
         assert whole in out, out
     assert "…" not in out
 
 
-def test_a_history_written_by_the_previous_version_gains_the_cache_table_and_keeps_its_rows(tmp_path: Path):
+def test_a_history_written_by_the_previous_version_gains_the_cache_table_and_keeps_its_rows(
+    tmp_path: Path,
+):
     import sqlite3
 
     from attnkata.checker import store
@@ -119,8 +147,10 @@ def test_a_history_written_by_the_previous_version_gains_the_cache_table_and_kee
     for script in store.SCHEMA[:2]:  # what the previous release created
         conn.executescript(script)
     conn.execute("PRAGMA user_version = 2")
-    conn.execute("INSERT INTO attempts (ts, kata, status, passed, total, seconds, file) "
-                 "VALUES (1.0, 'sdpa', 'pass', 10, 10, 1.0, 'sdpa.py')")
+    conn.execute(
+        "INSERT INTO attempts (ts, kata, status, passed, total, seconds, file) "
+        "VALUES (1.0, 'sdpa', 'pass', 10, 10, 1.0, 'sdpa.py')"
+    )
     conn.commit()
     conn.close()
     with History(path) as h:

@@ -58,7 +58,9 @@ while True:
 def test_a_killed_writer_leaves_a_readable_database(tmp_path):
     db = tmp_path / "h.sqlite3"
     connect(db).close()
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(db)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(db)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
     time.sleep(0.2)
     os.kill(proc.pid, signal.SIGKILL)
@@ -78,9 +80,25 @@ def test_eight_concurrent_kata_checks_never_fail_on_the_database(tmp_path):
     """Each check starts its own sandbox; all of them record into one history."""
     env = {**os.environ, "KATA_HOME": str(tmp_path)}
     reference = Path(__file__).resolve().parent.parent / "reference" / "sdpa.py"
-    procs = [subprocess.Popen([sys.executable, "-m", "attnkata", "check", "sdpa", str(reference), "--json", "--record"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-             for _ in range(8)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "attnkata",
+                "check",
+                "sdpa",
+                str(reference),
+                "--json",
+                "--record",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err

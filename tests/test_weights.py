@@ -66,37 +66,78 @@ def gqa_ref() -> nn.Module:
 SQUARE = (D, D)
 
 
-@pytest.mark.parametrize(("name", "role"), [
-    *[(n, "q") for n in ("W_Q", "W_q", "w_q", "wq", "query", "W_query", "to_q", "q_linear", "linear_q", "q_proj")],
-    *[(n, "k") for n in ("W_K", "key", "W_key", "to_k", "k_proj", "wk")],
-    *[(n, "v") for n in ("W_V", "value", "W_value", "to_v", "v_proj", "wv")],
-    *[(n, "o") for n in ("out_proj", "W_O", "W_o", "wo", "to_out", "to_out.0", "c_proj", "o_linear",
-                         "fc_out", "dense", "o_proj", "W_0", "attn.out_proj")],
-    *[(n, "qkv") for n in ("c_attn", "qkv", "qkv_proj", "to_qkv", "W_qkv", "in_proj", "W_pack")],
-    *[(n, "kv") for n in ("kv", "kv_proj", "to_kv", "W_kv")],
-    *[(n, None) for n in ("linears.0", "a", "mix", "heads")],
-])
+@pytest.mark.parametrize(
+    ("name", "role"),
+    [
+        *[
+            (n, "q")
+            for n in (
+                "W_Q",
+                "W_q",
+                "w_q",
+                "wq",
+                "query",
+                "W_query",
+                "to_q",
+                "q_linear",
+                "linear_q",
+                "q_proj",
+            )
+        ],
+        *[(n, "k") for n in ("W_K", "key", "W_key", "to_k", "k_proj", "wk")],
+        *[(n, "v") for n in ("W_V", "value", "W_value", "to_v", "v_proj", "wv")],
+        *[
+            (n, "o")
+            for n in (
+                "out_proj",
+                "W_O",
+                "W_o",
+                "wo",
+                "to_out",
+                "to_out.0",
+                "c_proj",
+                "o_linear",
+                "fc_out",
+                "dense",
+                "o_proj",
+                "W_0",
+                "attn.out_proj",
+            )
+        ],
+        *[
+            (n, "qkv")
+            for n in ("c_attn", "qkv", "qkv_proj", "to_qkv", "W_qkv", "in_proj", "W_pack")
+        ],
+        *[(n, "kv") for n in ("kv", "kv_proj", "to_kv", "W_kv")],
+        *[(n, None) for n in ("linears.0", "a", "mix", "heads")],
+    ],
+)
 def test_role_of_common_names(name, role):
     assert role_of(name) == role
 
 
 def test_canonical_names_map_to_themselves():
     ref = mha_ref()
-    state, mapping = plan({"q_proj": SQUARE, "k_proj": SQUARE, "v_proj": SQUARE, "o_proj": SQUARE}, ref)
+    state, mapping = plan(
+        {"q_proj": SQUARE, "k_proj": SQUARE, "v_proj": SQUARE, "o_proj": SQUARE}, ref
+    )
     assert mapping.how == CANONICAL and mapping.canonical and mapping.note() == ""
     assert dict(mapping) == {n: n for n in ref.state_dict()}
     for name, tensor in ref.state_dict().items():
         assert torch.equal(state[name], tensor)
 
 
-@pytest.mark.parametrize("names", [
-    ("W_Q", "W_K", "W_V", "W_O"),
-    ("query", "key", "value", "out_proj"),
-    ("to_q", "to_k", "to_v", "to_out.0"),
-    ("wq", "wk", "wv", "wo"),
-    ("q_linear", "k_linear", "v_linear", "fc_out"),
-    ("W_query", "W_key", "W_value", "dense"),
-])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("W_Q", "W_K", "W_V", "W_O"),
+        ("query", "key", "value", "out_proj"),
+        ("to_q", "to_k", "to_v", "to_out.0"),
+        ("wq", "wk", "wv", "wo"),
+        ("q_linear", "k_linear", "v_linear", "fc_out"),
+        ("W_query", "W_key", "W_value", "dense"),
+    ],
+)
 def test_separate_projections_by_name(names):
     ref = mha_ref()
     state, mapping = plan(dict.fromkeys(names, SQUARE), ref)
@@ -113,8 +154,13 @@ def test_fused_qkv_is_split_in_q_k_v_order(fused):
     ref = mha_ref()
     state, mapping = plan({fused: (D, 3 * D), "c_proj": SQUARE}, ref)
     sd = ref.state_dict()
-    assert torch.equal(state[f"{fused}.weight"], torch.cat([sd["q_proj.weight"], sd["k_proj.weight"], sd["v_proj.weight"]]))
-    assert torch.equal(state[f"{fused}.bias"], torch.cat([sd["q_proj.bias"], sd["k_proj.bias"], sd["v_proj.bias"]]))
+    assert torch.equal(
+        state[f"{fused}.weight"],
+        torch.cat([sd["q_proj.weight"], sd["k_proj.weight"], sd["v_proj.weight"]]),
+    )
+    assert torch.equal(
+        state[f"{fused}.bias"], torch.cat([sd["q_proj.bias"], sd["k_proj.bias"], sd["v_proj.bias"]])
+    )
     assert torch.equal(state["c_proj.weight"], sd["o_proj.weight"])
     assert mapping[f"{fused}.weight"] == "q_proj.weight + k_proj.weight + v_proj.weight"
     assert "fused" in mapping.describe()
@@ -124,7 +170,7 @@ def test_fused_gqa_projection_has_d_plus_two_kv_heads_rows():
     ref = gqa_ref()
     state, _ = plan({"W_pack": (D, D + 2 * HKV * HD), "o_proj": SQUARE}, ref)
     assert state["W_pack.weight"].shape == (D + 2 * HKV * HD, D)
-    assert torch.equal(state["W_pack.weight"][D:D + HKV * HD], ref.state_dict()["k_proj.weight"])
+    assert torch.equal(state["W_pack.weight"][D : D + HKV * HD], ref.state_dict()["k_proj.weight"])
     with pytest.raises(AssertionError, match=r"expected Linear\(24 -> 48\)"):
         plan({"c_attn": (D, 3 * D), "o_proj": SQUARE}, ref)  # an MHA-sized fused layer
 
@@ -159,38 +205,67 @@ def test_names_first_then_order_for_the_rest():
     # `out` is recognised by name although it is defined first; the rest go in order.
     _, mapping = plan({"out": SQUARE, "x1": SQUARE, "x2": SQUARE, "x3": SQUARE}, ref)
     assert mapping.how == BY_NAME_AND_ORDER
-    assert dict(mapping.layers) == {"x1": ("q_proj",), "x2": ("k_proj",), "x3": ("v_proj",), "out": ("o_proj",)}
+    assert dict(mapping.layers) == {
+        "x1": ("q_proj",),
+        "x2": ("k_proj",),
+        "x3": ("v_proj",),
+        "out": ("o_proj",),
+    }
 
 
 def test_bias_false_is_respected():
     ref = mha_ref(bias=False)
     state, _ = plan({"W_Q": SQUARE, "W_K": SQUARE, "W_V": SQUARE, "W_O": SQUARE}, ref, bias=False)
     assert set(state) == {"W_Q.weight", "W_K.weight", "W_V.weight", "W_O.weight"}
-    with pytest.raises(AssertionError, match="has a bias, but the module was built with bias=False"):
+    with pytest.raises(
+        AssertionError, match="has a bias, but the module was built with bias=False"
+    ):
         plan({"W_Q": SQUARE, "W_K": SQUARE, "W_V": SQUARE, "W_O": SQUARE}, ref, bias=True)
-    with pytest.raises(AssertionError, match="q_proj has a bias, but the module was built with bias=False"):
-        plan({"q_proj": SQUARE, "k_proj": SQUARE, "v_proj": SQUARE, "o_proj": SQUARE}, ref, bias=True)
-    with pytest.raises(AssertionError, match="has no bias, but the module was built with bias=True"):
-        plan({"W_Q": SQUARE, "W_K": SQUARE, "W_V": SQUARE, "W_O": SQUARE}, mha_ref(bias=True), bias=False)
+    with pytest.raises(
+        AssertionError, match="q_proj has a bias, but the module was built with bias=False"
+    ):
+        plan(
+            {"q_proj": SQUARE, "k_proj": SQUARE, "v_proj": SQUARE, "o_proj": SQUARE}, ref, bias=True
+        )
+    with pytest.raises(
+        AssertionError, match="has no bias, but the module was built with bias=True"
+    ):
+        plan(
+            {"W_Q": SQUARE, "W_K": SQUARE, "W_V": SQUARE, "W_O": SQUARE},
+            mha_ref(bias=True),
+            bias=False,
+        )
 
 
 def test_wrong_kv_size_is_named():
     ref = gqa_ref()
-    with pytest.raises(AssertionError, match=r"k_proj.weight should have shape \(12, 24\), yours has \(24, 24\)"):
+    with pytest.raises(
+        AssertionError, match=r"k_proj.weight should have shape \(12, 24\), yours has \(24, 24\)"
+    ):
         plan({"q_proj": SQUARE, "k_proj": SQUARE, "v_proj": SQUARE, "o_proj": SQUARE}, ref)
-    with pytest.raises(AssertionError, match=r"`W_K` looks like the key projection but is Linear\(24 -> 24\); "
-                                             r"expected Linear\(24 -> 12\)"):
+    with pytest.raises(
+        AssertionError,
+        match=r"`W_K` looks like the key projection but is Linear\(24 -> 24\); "
+        r"expected Linear\(24 -> 12\)",
+    ):
         plan({"W_Q": SQUARE, "W_K": SQUARE, "W_V": SQUARE, "W_O": SQUARE}, ref)
 
 
 def test_two_layers_claiming_one_role():
-    with pytest.raises(AssertionError, match="both `W_Q` and `query` look like the query projection"):
-        plan({"W_Q": SQUARE, "query": SQUARE, "W_K": SQUARE, "W_V": SQUARE, "W_O": SQUARE}, mha_ref())
+    with pytest.raises(
+        AssertionError, match="both `W_Q` and `query` look like the query projection"
+    ):
+        plan(
+            {"W_Q": SQUARE, "query": SQUARE, "W_K": SQUARE, "W_V": SQUARE, "W_O": SQUARE}, mha_ref()
+        )
 
 
 def test_missing_output_projection_is_named():
-    with pytest.raises(AssertionError, match=r"no layer for the output projection: expected o_proj "
-                                             r"Linear\(24 -> 24, bias\)\. Found: q_proj"):
+    with pytest.raises(
+        AssertionError,
+        match=r"no layer for the output projection: expected o_proj "
+        r"Linear\(24 -> 24, bias\)\. Found: q_proj",
+    ):
         plan({"q_proj": SQUARE, "k_proj": SQUARE, "v_proj": SQUARE}, mha_ref())
 
 
@@ -198,12 +273,16 @@ def test_undecidable_module_says_what_was_expected_and_found():
     with pytest.raises(AssertionError) as info:
         plan({"heads_a": (D, HD), "heads_b": (D, HD), "mix": SQUARE}, mha_ref())
     text = str(info.value)
-    assert text.startswith("case: cannot tell which of your layers hold the query, key, value, output weights")
+    assert text.startswith(
+        "case: cannot tell which of your layers hold the query, key, value, output weights"
+    )
     assert "q_proj Linear(24 -> 24, bias)" in text and "c_attn/qkv/in_proj" in text
     assert "heads_a Linear(24 -> 6, bias)" in text and "mix Linear(24 -> 24, bias)" in text
     raw = nn.Module()
     raw.W_Q = nn.Parameter(torch.zeros(D, D))
-    with pytest.raises(AssertionError, match="no nn.Linear layers; other parameters: W_Q \\(24, 24\\)"):
+    with pytest.raises(
+        AssertionError, match="no nn.Linear layers; other parameters: W_Q \\(24, 24\\)"
+    ):
         plan_weights(_structure(raw), mha_ref(), case="case")
 
 
@@ -216,7 +295,9 @@ def test_non_attention_reference_keeps_the_canonical_message():
 
     other = nn.Module()
     other.kv_a = nn.Linear(D, 8)
-    with pytest.raises(AssertionError, match="your module has no parameter 'latents' of shape \\(3, 24\\)"):
+    with pytest.raises(
+        AssertionError, match="your module has no parameter 'latents' of shape \\(3, 24\\)"
+    ):
         plan_weights(_structure(other), Latent(), case="case")
 
 
@@ -291,13 +372,18 @@ def test_fused_layouts_offered_where_the_shapes_allow_them():
     g = gqa_ref()
     gsd = g.state_dict()
     _, mapping = plan({"W_pack": (D, D + 2 * HKV * HD), "o_proj": SQUARE}, g)
-    grouped = mapping.alternatives["W_pack"][PER_GROUP]["W_pack.weight"].view(HKV, H // HKV + 2, HD, D)
+    grouped = mapping.alternatives["W_pack"][PER_GROUP]["W_pack.weight"].view(
+        HKV, H // HKV + 2, HD, D
+    )
     assert torch.equal(grouped[:, :-2].reshape(D, D), gsd["q_proj.weight"])
     assert torch.equal(grouped[:, -1], gsd["v_proj.weight"].view(HKV, HD, D))
     _, mapping = plan({"wq": SQUARE, "kv": (D, 2 * HKV * HD), "wo": SQUARE}, g)
     assert list(mapping.alternatives["kv"]) == [STACKED, PER_HEAD]
     # One KV head: every layout is the stacked one, nothing to try.
-    _, mapping = plan({"wq": SQUARE, "kv": (D, 2 * HD), "wo": SQUARE}, seeded_(ref_mqa.MultiQueryAttention(D, H), 3))
+    _, mapping = plan(
+        {"wq": SQUARE, "kv": (D, 2 * HD), "wo": SQUARE},
+        seeded_(ref_mqa.MultiQueryAttention(D, H), 3),
+    )
     assert not mapping.alternatives
 
 
@@ -352,12 +438,17 @@ def layouts(tmp_path_factory: pytest.TempPathFactory):
         yield c
 
 
-@pytest.mark.parametrize(("cls", "reference", "init", "layer", "layout"), [
-    ("NeoX", mha_ref, (D, H), "query_key_value", PER_HEAD),
-    ("KVPerHead", gqa_ref, (D, H, HKV), "kv", PER_HEAD),
-    ("Fused", mha_ref, (D, H), "c_attn", STACKED),
-])
-def test_the_layout_that_fits_is_found_by_calling_the_module(layouts, candidate, cls, reference, init, layer, layout):
+@pytest.mark.parametrize(
+    ("cls", "reference", "init", "layer", "layout"),
+    [
+        ("NeoX", mha_ref, (D, H), "query_key_value", PER_HEAD),
+        ("KVPerHead", gqa_ref, (D, H, HKV), "kv", PER_HEAD),
+        ("Fused", mha_ref, (D, H), "c_attn", STACKED),
+    ],
+)
+def test_the_layout_that_fits_is_found_by_calling_the_module(
+    layouts, candidate, cls, reference, init, layer, layout
+):
     owner = candidate if cls == "Fused" else layouts
     ref = reference()
     module = owner.new(cls, init).to(torch.float64)
@@ -376,4 +467,7 @@ def test_no_fitting_layout_is_reported_not_raised(layouts):
     ref = seeded_(Broken(D, H), 1)
     module = layouts.new("NeoX", (D, H)).to(torch.float64)
     mapping = load_reference_weights(module, ref, case="layouts", dtype=torch.float64)
-    assert mapping.unfit == {"query_key_value": [STACKED, PER_HEAD]} and mapping.layouts["query_key_value"] == STACKED
+    assert (
+        mapping.unfit == {"query_key_value": [STACKED, PER_HEAD]}
+        and mapping.layouts["query_key_value"] == STACKED
+    )

@@ -98,8 +98,9 @@ if TYPE_CHECKING:  # torch stays out of `kata mistakes` / `kata explain`
     from attnkata.checker.proxy import Candidate
 
 
-def diagnose_result(kata: Kata, path: Path, source: str, result: Result, candidate: Candidate,
-                    lang: str) -> list[Diagnostic]:
+def diagnose_result(
+    kata: Kata, path: Path, source: str, result: Result, candidate: Candidate, lang: str
+) -> list[Diagnostic]:
     """Catalogued diagnoses for a failing result, most certain first.
 
     May also drop from `result.diagnostics` the runner's generic entries (an exception, a
@@ -117,9 +118,16 @@ def diagnose_result(kata: Kata, path: Path, source: str, result: Result, candida
 
         m = mistakes.get(mistakes.NO_MATCH)
         note = msg("diag.failed", lang, type=type(exc).__name__, detail=exc)
-        return [Diagnostic(id=m.id, severity=m.severity, title=m.render("title", lang),
-                           explanation=m.render("explanation", lang).strip(), fix=m.render("fix", lang),
-                           evidence=[note])]
+        return [
+            Diagnostic(
+                id=m.id,
+                severity=m.severity,
+                title=m.render("title", lang),
+                explanation=m.render("explanation", lang).strip(),
+                fix=m.render("fix", lang),
+                evidence=[note],
+            )
+        ]
 
 
 def diagnose_as_passing(kata: Kata, path: Path, lang: str = "en") -> list[Diagnostic]:
@@ -129,9 +137,15 @@ def diagnose_as_passing(kata: Kata, path: Path, lang: str = "en") -> list[Diagno
     from attnkata.checker import models
     from attnkata.checker.proxy import Candidate
 
-    result = models.Result(kata=kata.id, solution=str(path), status=models.PASS,
-                           tests=[models.TestResult("all", "core", models.PASS)],
-                           required_tiers=list(kata.required_tiers))
+    result = models.Result(
+        kata=kata.id,
+        solution=str(path),
+        status=models.PASS,
+        tests=[models.TestResult("all", "core", models.PASS)],
+        required_tiers=list(kata.required_tiers),
+    )
     with Candidate(path) as candidate:
         candidate.start()
-        return diagnose_result(kata, path, path.read_text(encoding="utf-8-sig"), result, candidate, lang)
+        return diagnose_result(
+            kata, path, path.read_text(encoding="utf-8-sig"), result, candidate, lang
+        )

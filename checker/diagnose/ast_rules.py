@@ -44,7 +44,7 @@ def segment(lines: list[str], node: ast.AST) -> str:
         return lines[l0].encode()[c0:c1].decode()
     first = lines[l0].encode()[c0:].decode()
     last = lines[l1].encode()[:c1].decode()
-    return first + "".join(lines[l0 + 1:l1]) + last
+    return first + "".join(lines[l0 + 1 : l1]) + last
 
 
 class Source:
@@ -64,7 +64,11 @@ class Source:
         physical = physical_lines(self.source)
         out: list[Stmt] = []
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
                 continue  # docstrings
             target: ast.AST | None = None
             if isinstance(node, ast.stmt) and not hasattr(node, "body"):
@@ -87,7 +91,11 @@ class Source:
 
     def ref(self, stmt: Stmt) -> SourceRef:
         text = self.lines[stmt.line - 1].strip() if 0 < stmt.line <= len(self.lines) else stmt.text
-        return SourceRef(line=stmt.line, end_line=stmt.end_line if stmt.end_line != stmt.line else None, text=text)
+        return SourceRef(
+            line=stmt.line,
+            end_line=stmt.end_line if stmt.end_line != stmt.line else None,
+            text=text,
+        )
 
     def function_line(self, name: str) -> int | None:
         if self.tree is None:
@@ -102,15 +110,24 @@ class Source:
 # something wins. Patterns are deliberately broad: they run only after the mistake is known.
 _SCALE = r"sqrt|\*\*\s*-?\s*0?\.5|\bscale\b|rsqrt"
 _MASK_FILL = r"masked_fill|\bwhere\s*\(|\[\s*~?\s*\w*mask\w*\s*\]\s*="
-_BIG_NEG = r"-\s*(?:1e\s*[3-9]|1e\s*[1-9]\d|1\s*e\s*\+?\d+|\d{4,}(?:\.0*)?\b)|finfo|-\s*1e\+?\d\d|\.min\b"
+_BIG_NEG = (
+    r"-\s*(?:1e\s*[3-9]|1e\s*[1-9]\d|1\s*e\s*\+?\d+|\d{4,}(?:\.0*)?\b)|finfo|-\s*1e\+?\d\d|\.min\b"
+)
 RULES: dict[str, list[str]] = {
-    "scale-by-d-model": [r"sqrt\s*\(\s*(?:self\.)?(?:d_model|embed_dim|D|dim|hidden)\b|size\(\s*-1\s*\)\s*\*\*|" + _SCALE],
+    "scale-by-d-model": [
+        r"sqrt\s*\(\s*(?:self\.)?(?:d_model|embed_dim|D|dim|hidden)\b|size\(\s*-1\s*\)\s*\*\*|"
+        + _SCALE
+    ],
     "missing-scale": [_SCALE, r"@|matmul|einsum|bmm"],
     "scale-not-sqrt": [_SCALE, r"/\s*\(?\s*\w*(?:d|dim|d_k|head_dim)\b"],
     "scale-inverted": [_SCALE],
     "scale-argument-ignored": [r"\bscale\b", _SCALE],
     "mla-scale-without-rope-dim": [_SCALE],
-    "softmax-wrong-dim": [r"softmax\s*\([^)]*(?:dim|axis)\s*=\s*(?!-1\b)", r"softmax", r"\.sum\s*\(|\bsum\s*\("],
+    "softmax-wrong-dim": [
+        r"softmax\s*\([^)]*(?:dim|axis)\s*=\s*(?!-1\b)",
+        r"softmax",
+        r"\.sum\s*\(|\bsum\s*\(",
+    ],
     "unstable-softmax": [r"\bexp\s*\(", r"softmax"],
     "fully-masked-row-uniform": [_BIG_NEG, _MASK_FILL],
     "fully-masked-row-nan": [r"\binf\b", r"softmax"],
@@ -119,19 +136,35 @@ RULES: dict[str, list[str]] = {
     "mask-ignored": [r"masked_fill|mask"],
     "mask-added-as-float": [r"\+\s*\(?\s*~?\s*\w*mask|mask\w*\s*\+", r"\bmask\b"],
     "mask-applied-after-softmax": [r"\bmask\b"],
-    "padding-mask-wrong-axis": [r"view|reshape|unsqueeze|\[\s*:?\s*,?\s*None|None\s*,\s*:?\s*\]|expand"],
+    "padding-mask-wrong-axis": [
+        r"view|reshape|unsqueeze|\[\s*:?\s*,?\s*None|None\s*,\s*:?\s*\]|expand"
+    ],
     "causal-mask-inverted": [r"tril|triu|<=|>=|<|>"],
     "causal-mask-excludes-diagonal": [r"tril|triu|<=|>=|<|>"],
     "causal-mask-leaks-future": [r"tril|triu|<=|>=|<|>"],
     "causal-mask-top-left": [r"tril|triu", r"arange"],
-    "window-off-by-one": [r"\bW\s*=|[<>]=?\s*\(?\s*p\b|\bp\s*[-+]\s*\(?\s*(?:left|right|W|w)\b", r"window|left|right|\bW\b"],
+    "window-off-by-one": [
+        r"\bW\s*=|[<>]=?\s*\(?\s*p\b|\bp\s*[-+]\s*\(?\s*(?:left|right|W|w)\b",
+        r"window|left|right|\bW\b",
+    ],
     # The direction the window is off in (from behaviour) says which line to show: one key too
     # few is a window size without its "+ 1" or a strict comparison; one too many is `p - W`.
-    "window-off-by-one/narrower": [r"\bW\s*=(?![^#\n]*\+\s*1\b)", r"[<>](?!=)\s*\(?\s*p\b|\bp\b\s*[<>](?!=)"],
-    "window-off-by-one/wider": [r"\bp\s*-\s*\(?\s*(?:W|w|window)\b(?!\s*[-+]\s*1)", r"<=\s*\(?\s*(?:W|w)\b|\b(?:W|w)\s*>="],
-    "window-wrong-side": [r"=\s*window\b|[<>]=?\s*\(?\s*p\b|\bp\s*[-+]\s*\(?\s*(?:left|right|W|w)\b", r"window|left|right|\bW\b"],
+    "window-off-by-one/narrower": [
+        r"\bW\s*=(?![^#\n]*\+\s*1\b)",
+        r"[<>](?!=)\s*\(?\s*p\b|\bp\b\s*[<>](?!=)",
+    ],
+    "window-off-by-one/wider": [
+        r"\bp\s*-\s*\(?\s*(?:W|w|window)\b(?!\s*[-+]\s*1)",
+        r"<=\s*\(?\s*(?:W|w)\b|\b(?:W|w)\s*>=",
+    ],
+    "window-wrong-side": [
+        r"=\s*window\b|[<>]=?\s*\(?\s*p\b|\bp\s*[-+]\s*\(?\s*(?:left|right|W|w)\b",
+        r"window|left|right|\bW\b",
+    ],
     "window-materializes-full-scores": [r"@|matmul|einsum"],
-    "transpose-2d-on-batched": [r"\.T\b|\.t\s*\(\s*\)|np\.transpose\s*\(\s*\w+\s*\)|transpose\s*\(\s*0\s*,\s*1\s*\)"],
+    "transpose-2d-on-batched": [
+        r"\.T\b|\.t\s*\(\s*\)|np\.transpose\s*\(\s*\w+\s*\)|transpose\s*\(\s*0\s*,\s*1\s*\)"
+    ],
     "split-heads-without-transpose": [r"(?:view|reshape)\s*\([^)]*,[^)]*,[^)]*,[^)]*\)"],
     "merge-heads-without-transpose": [r"(?:view|reshape)\s*\(\s*\w+\s*,\s*\w+\s*,\s*[^,)]+\)"],
     "missing-contiguous": [r"\.view\s*\("],
@@ -145,11 +178,16 @@ RULES: dict[str, list[str]] = {
     "mla-missing-kv-norm": [r"kv_b|kv_a"],
     "rope-wrong-layout": [r"::\s*2|rotate|cat\s*\(|stack\s*\("],
     "latent-queries-from-input": [r"q_proj|query"],
-    "dtype-not-preserved": [r"\.double\s*\(|\.float\s*\(|dtype\s*=|np\.sqrt|torch\.tensor\s*\(|astype|float64|float32"],
+    "dtype-not-preserved": [
+        r"\.double\s*\(|\.float\s*\(|dtype\s*=|np\.sqrt|torch\.tensor\s*\(|astype|float64|float32"
+    ],
     "input-mutated": [r"\.(?!__)\w+_\s*\(|[+\-*/]=(?!=)|\[[^\]]*\]\s*=(?!=)"],
     "topk-before-mask": [r"topk|kthvalue|sort\s*\(", r"masked_fill"],
     "topk-softmax-not-renormalized": [r"softmax|\bexp\s*\(", r"topk"],
-    "topk-wrong-dim": [r"topk\s*\([^)]*(?:dim|axis)\s*=\s*(?!-1\b)|topk\s*\([^,)]*,\s*(?!-1\b)-?\d", r"topk"],
+    "topk-wrong-dim": [
+        r"topk\s*\([^)]*(?:dim|axis)\s*=\s*(?!-1\b)|topk\s*\([^,)]*,\s*(?!-1\b)-?\d",
+        r"topk",
+    ],
     "topk-keeps-masked": [r"scatter|topk"],
     "topk-off-by-one": [r"[<>]\s*\w*(?:kth|thresh|th)\w*|topk\s*\([^)]*[+-]\s*1", r"topk|kthvalue"],
     "global-one-direction": [r"\bglobal|n_global|is_global|gidx"],
@@ -163,38 +201,66 @@ RULES: dict[str, list[str]] = {
     # FlashAttention: the accumulation lines (acc = alpha * acc + p @ v, l = alpha * l + p.sum())
     "online-softmax-no-rescale": [r"\+=?[^=]*(?:@|matmul|einsum)|(?:@|matmul|einsum).*\+"],
     "online-softmax-sum-not-rescaled": [r"\+=?.*\.sum\s*\(|\.sum\s*\(.*\+"],
-    "flash-max-init-zero": [r"(?:max|\bm|\bm_\w*)\s*=\s*(?:torch\.)?(?:zeros|new_zeros|full|new_full|zeros_like)\b"],
+    "flash-max-init-zero": [
+        r"(?:max|\bm|\bm_\w*)\s*=\s*(?:torch\.)?(?:zeros|new_zeros|full|new_full|zeros_like)\b"
+    ],
     "flash-empty-block-nan": [r"\bexp\s*\(", r"\bmaximum\s*\(|amax|\.max\s*\("],
     "flash-tail-block-dropped": [r"range\s*\([^)]*(?://|-\s*\(?\s*\w*block)", r"range\s*\("],
-    "lse-wrong": [r"\blse\w*\s*\[[^\]]*\]\s*=|\blse\w*\s*=\s*(?!torch\.(?:full|zeros|empty))", r"\blse\b"],
+    "lse-wrong": [
+        r"\blse\w*\s*\[[^\]]*\]\s*=|\blse\w*\s*=\s*(?!torch\.(?:full|zeros|empty))",
+        r"\blse\b",
+    ],
     "flash-bwd-missing-delta": [r"\bds\w*\s*=|\bdS\w*\s*=", r"\bdp\w*\s*="],
     "flash-bwd-missing-scale": [r"\bd[qk]\w*\s*(?:\[[^\]]*\])?\s*(?:\+=|=).*(?:@|matmul|einsum)"],
     "flash-bwd-renormalizes-per-tile": [r"softmax|amax|\.max\s*\(", r"\bexp\s*\("],
     "flash-bwd-nan-empty-rows": [r"\bexp\s*\(.*lse", r"\blse\b"],
-    "flash-bwd-dk-dv-transposed": [r"\bd[kv]\w*\s*(?:\[[^\]]*\])?\s*(?:\+=|=).*(?:@|matmul|einsum)"],
+    "flash-bwd-dk-dv-transposed": [
+        r"\bd[kv]\w*\s*(?:\[[^\]]*\])?\s*(?:\+=|=).*(?:@|matmul|einsum)"
+    ],
     # RoPE, KV cache, MLA decoding: the frequency line, the rotation, the positions, the concatenation.
     "rope-inv-freq-exponent": [r"\*\*.*arange|arange.*\*\*|pow\s*\(", r"inv_freq|freq"],
-    "rope-rotation-direction": [r"cat\s*\(\s*[\[(]\s*\w+\s*,\s*-|[+-]\s*\w+\s*\*\s*sin", r"\bsin\b"],
-    "rope-positions-ignored": [r"arange\s*\(\s*(?:L|\w*len\w*|\w+\.shape\s*\[\s*-?2\s*\]|\w+\.size\s*\(\s*-?2\s*\))\s*[,)]",
-                               r"shape\s*\[\s*-?2\s*\]"],
-    "cache-positions-restart": [r"arange\s*\(\s*(?:L|\w*len\w*|\w+\.shape\s*\[\s*1\s*\]|\w+\.size\s*\(\s*1\s*\))\s*[,)]",
-                                r"\bpos\w*\s*=.*arange"],
+    "rope-rotation-direction": [
+        r"cat\s*\(\s*[\[(]\s*\w+\s*,\s*-|[+-]\s*\w+\s*\*\s*sin",
+        r"\bsin\b",
+    ],
+    "rope-positions-ignored": [
+        r"arange\s*\(\s*(?:L|\w*len\w*|\w+\.shape\s*\[\s*-?2\s*\]|\w+\.size\s*\(\s*-?2\s*\))\s*[,)]",
+        r"shape\s*\[\s*-?2\s*\]",
+    ],
+    "cache-positions-restart": [
+        r"arange\s*\(\s*(?:L|\w*len\w*|\w+\.shape\s*\[\s*1\s*\]|\w+\.size\s*\(\s*1\s*\))\s*[,)]",
+        r"\bpos\w*\s*=.*arange",
+    ],
     "cache-stores-repeated-heads": [r"repeat_interleave|\.repeat\s*\(|\.expand\s*\("],
-    "cache-concat-wrong-dim": [r"\bcat\s*\(\s*[\[(]\s*(?:\w*cache|past)[^\n]*(?:dim\s*=\s*|\]\s*,\s*)(?!2\b)-?\d",
-                               r"\bcat\s*\(\s*[\[(]\s*(?:\w*cache|past)"],
+    "cache-concat-wrong-dim": [
+        r"\bcat\s*\(\s*[\[(]\s*(?:\w*cache|past)[^\n]*(?:dim\s*=\s*|\]\s*,\s*)(?!2\b)-?\d",
+        r"\bcat\s*\(\s*[\[(]\s*(?:\w*cache|past)",
+    ],
     "rope-on-values": [r"\b(?:rope|rotate|apply_rotary\w*|apply_rope)\s*\(\s*v\w*\b"],
-    "cache-rerotated": [r"\b(?:rope|rotate\w*|apply_rotary\w*|apply_rope|_rot\w*)\s*\([^)]*(?:arange\s*\(\s*(?:\w+\.shape\s*\[\s*\d\s*\]|S|P\s*\+\s*L)|_all\b)"],
-    "mla-absorb-wrong-slice": [r"kv_b\w*\.weight\s*\[|\bw\w*\s*\[\s*:?\s*\w+\s*\*\s*\w+\s*:?\s*\]", r"kv_b\w*\.weight"],
+    "cache-rerotated": [
+        r"\b(?:rope|rotate\w*|apply_rotary\w*|apply_rope|_rot\w*)\s*\([^)]*(?:arange\s*\(\s*(?:\w+\.shape\s*\[\s*\d\s*\]|S|P\s*\+\s*L)|_all\b)"
+    ],
+    "mla-absorb-wrong-slice": [
+        r"kv_b\w*\.weight\s*\[|\bw\w*\s*\[\s*:?\s*\w+\s*\*\s*\w+\s*:?\s*\]",
+        r"kv_b\w*\.weight",
+    ],
     "mla-cache-unnormalized": [r"kv_a_norm\s*\(", r"\bcat\s*\("],
     "mla-materializes-cache-heads": [r"kv_b_proj\s*\(", r"@|matmul|einsum"],
-    "banned-api": [r"scaled_dot_product_attention|MultiheadAttention|multi_head_attention_forward|flex_attention"],
+    "banned-api": [
+        r"scaled_dot_product_attention|MultiheadAttention|multi_head_attention_forward|flex_attention"
+    ],
 }
 
 MAX_LINES = 2
 
 
-def locate(mistake: str, src: Source, *, extra: Callable[[Stmt], bool] | None = None,
-           variant: str | None = None) -> list[SourceRef]:
+def locate(
+    mistake: str,
+    src: Source,
+    *,
+    extra: Callable[[Stmt], bool] | None = None,
+    variant: str | None = None,
+) -> list[SourceRef]:
     """Lines of the candidate's file where `mistake` is most likely written (at most two).
     `variant` (e.g. "wider") tries that form's own rules first."""
     patterns = RULES.get(f"{mistake}/{variant}", []) if variant else []
@@ -209,8 +275,13 @@ def locate(mistake: str, src: Source, *, extra: Callable[[Stmt], bool] | None = 
     return []
 
 
-BANNED_NAMES = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward",
-                "flex_attention", "_scaled_dot_product")
+BANNED_NAMES = (
+    "scaled_dot_product_attention",
+    "MultiheadAttention",
+    "multi_head_attention_forward",
+    "flex_attention",
+    "_scaled_dot_product",
+)
 
 
 def banned_references(src: Source) -> list[tuple[SourceRef, str]]:
@@ -225,8 +296,11 @@ def banned_references(src: Source) -> list[tuple[SourceRef, str]]:
                 module = getattr(node, "module", None) or ""
                 if any(b in alias.name for b in BANNED_NAMES) or "flex_attention" in module:
                     name = alias.name
-        elif isinstance(node, ast.Attribute) and any(node.attr.startswith(b) for b in BANNED_NAMES) \
-                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+        elif (
+            isinstance(node, ast.Attribute)
+            and any(node.attr.startswith(b) for b in BANNED_NAMES)
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
             name = node.attr  # (self.scaled_dot_product_attention is the candidate's own method)
         if name:
             stmt = Stmt(node.lineno, node.lineno, "")

@@ -131,7 +131,11 @@ def differs(a: Observed, b: Observed, n: int) -> np.ndarray:
     element): True where `a` and `b` differ."""
     out = np.ones(n + 1, dtype=bool)
     if a.error is not None or b.error is not None:
-        if a.error is not None and b.error is not None and _norm_error(a.error) == _norm_error(b.error):
+        if (
+            a.error is not None
+            and b.error is not None
+            and _norm_error(a.error) == _norm_error(b.error)
+        ):
             out[:] = False
         return out
     if oversized(a, n) or oversized(b, n):
@@ -200,8 +204,12 @@ class Presence(NamedTuple):
     shown: list[str]
 
 
-def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
-          mutants: dict[str, list[list[Observed]]]) -> Verdict:
+def match(
+    probes: list[Probe],
+    cand: list[Observed],
+    ref: list[Observed],
+    mutants: dict[str, list[list[Observed]]],
+) -> Verdict:
     """`mutants[id][variant][i]` is mutant (id, variant) on probes[i]."""
     sizes = []
     for r in ref:
@@ -223,12 +231,16 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
             sig = [differs_kept(m, r, n) for m, r, n in zip(outs, ref, sizes, strict=True)]
             exp = [differs(c, m, n) for c, m, n in zip(cand, outs, sizes, strict=True)]
             explains = [s & ~e for s, e in zip(sig, exp, strict=True)]
-            shown = [p.name for p, s, x in zip(probes, sig, explains, strict=True) if s.any() and x.any()]
+            shown = [
+                p.name for p, s, x in zip(probes, sig, explains, strict=True) if s.any() and x.any()
+            ]
             if not any(e.any() for e in exp):
                 exact.setdefault(mid, vi)
                 continue
             compared.append(Comparison(mid, vi, sig, exp, explains, shown))
-            share = sum(int((x & d).sum()) for x, d in zip(explains, dev, strict=True)) / max(total, 1)
+            share = sum(int((x & d).sum()) for x, d in zip(explains, dev, strict=True)) / max(
+                total, 1
+            )
             if best_partial is None or share > best_partial[1]:
                 best_partial = (mid, share)
 
@@ -237,14 +249,18 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     # mutants are not required to reproduce their own change.
     swallowed = [_nonfinite(c, n) for c, n in zip(cand, sizes, strict=True)]
     if compared:
-        nan_explained = [np.logical_or.reduce([x.explains[i] for x in compared]) & swallowed[i]
-                         for i in range(len(probes))]
+        nan_explained = [
+            np.logical_or.reduce([x.explains[i] for x in compared]) & swallowed[i]
+            for i in range(len(probes))
+        ]
     else:
         nan_explained = [np.zeros_like(d) for d in dev]
     for c in compared:
         if c.mid in present or not any(s.any() for s in c.sig):
             continue
-        if not any((s & e & ~ne).any() for s, e, ne in zip(c.sig, c.exp, nan_explained, strict=True)):
+        if not any(
+            (s & e & ~ne).any() for s, e, ne in zip(c.sig, c.exp, nan_explained, strict=True)
+        ):
             present[c.mid] = Presence(c.variant, c.explains, c.shown)
 
     # A family of spellings (e.g. every finite fill value) is also matched by what all its
@@ -259,7 +275,9 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
             region = _family_region(probes, cand, ref, sizes, dev, items)
             # One spelling reproduced exactly where it shows says more, unless the family's
             # shared behaviour explains more of the deviation.
-            if region is not None and (mid not in present or _count(region[0]) > _count(present[mid].explains)):
+            if region is not None and (
+                mid not in present or _count(region[0]) > _count(present[mid].explains)
+            ):
                 present[mid] = Presence(FAMILY, *region)
 
     if exact:
@@ -277,8 +295,11 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
     uncovered = [d.copy() for d in dev]
     chosen: list[str] = []
     while any(u.any() for u in uncovered):
-        gain = {mid: sum(int((x & u).sum()) for x, u in zip(p.explains, uncovered, strict=True))
-                for mid, p in present.items() if mid not in chosen}
+        gain = {
+            mid: sum(int((x & u).sum()) for x, u in zip(p.explains, uncovered, strict=True))
+            for mid, p in present.items()
+            if mid not in chosen
+        }
         if not gain or max(gain.values()) == 0:
             break
         mid = max(gain, key=lambda k: gain[k])
@@ -291,15 +312,22 @@ def match(probes: list[Probe], cand: list[Observed], ref: list[Observed],
         return verdict
     for mid in chosen:
         p = present[mid]
-        share = sum(int((x & d).sum()) for x, d in zip(p.explains, dev, strict=True)) / max(total, 1)
+        share = sum(int((x & d).sum()) for x, d in zip(p.explains, dev, strict=True)) / max(
+            total, 1
+        )
         verdict.partial[mid] = (p.variant, share, p.shown)
     verdict.closest = best_partial if best_partial and best_partial[1] > 0 else None
     return verdict
 
 
-def _family_region(probes: list[Probe], cand: list[Observed], ref: list[Observed], sizes: list[int],
-                   dev: list[np.ndarray], items: list[tuple[list[np.ndarray], list[Observed]]],
-                   ) -> tuple[list[np.ndarray], list[str]] | None:
+def _family_region(
+    probes: list[Probe],
+    cand: list[Observed],
+    ref: list[Observed],
+    sizes: list[int],
+    dev: list[np.ndarray],
+    items: list[tuple[list[np.ndarray], list[Observed]]],
+) -> tuple[list[np.ndarray], list[str]] | None:
     """(explains, probes shown) when the candidate has the behaviour every spelling of a
     mistake shares: it changes every element that all spellings change (its core), to the
     common value wherever all spellings agree on a finite one, and grossly (not a rounding
@@ -309,7 +337,9 @@ def _family_region(probes: list[Probe], cand: list[Observed], ref: list[Observed
     shown: list[str] = []
     # A family whose spellings change most of the outputs between them (the softmax axis)
     # says nothing by where it changes them: only its exact spellings may match.
-    changed = sum(int(np.logical_or.reduce([sig[i] for sig, _ in items]).sum()) for i in range(len(sizes)))
+    changed = sum(
+        int(np.logical_or.reduce([sig[i] for sig, _ in items]).sum()) for i in range(len(sizes))
+    )
     if changed > REGION_MAX_SHARE * sum(n + 1 for n in sizes):
         return None
     if any(d[n] for d, n in zip(dev, sizes, strict=True)):
@@ -324,7 +354,9 @@ def _family_region(probes: list[Probe], cand: list[Observed], ref: list[Observed
             # Where every spelling gives one finite value (the mean of V), so must the
             # candidate; where they break down differently (NaN, inf, 0), it must break too.
             first = items[0][1][i]
-            disagree = np.logical_or.reduce([differs_kept(outs[i], first, n) for _, outs in items[1:]])
+            disagree = np.logical_or.reduce(
+                [differs_kept(outs[i], first, n) for _, outs in items[1:]]
+            )
             agreed = core & ~disagree & ~_nonfinite(first, n)
             if (agreed & differs(c, first, n)).any() or not _gross(c, ref[i], n, core & ~agreed):
                 return None
@@ -348,7 +380,11 @@ def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:
         return True
     got, want = fo[1][where[:n]], fr[1][where[:n]]
     with np.errstate(invalid="ignore", over="ignore"):
-        far = ~np.isfinite(got) | ~np.isfinite(want) | (np.abs(got - want) > 0.1 * np.abs(want) + 1e-3)
+        far = (
+            ~np.isfinite(got)
+            | ~np.isfinite(want)
+            | (np.abs(got - want) > 0.1 * np.abs(want) + 1e-3)
+        )
     return bool(far.all())
 
 
@@ -360,8 +396,14 @@ def _nonfinite(obs: Observed, n: int) -> np.ndarray:
     return out
 
 
-def _shown_exact(probes: list[Probe], ref: list[Observed], outs: list[Observed], sizes: list[int]) -> list[str]:
-    return [p.name for p, r, m, n in zip(probes, ref, outs, sizes, strict=True) if differs(m, r, n).any()]
+def _shown_exact(
+    probes: list[Probe], ref: list[Observed], outs: list[Observed], sizes: list[int]
+) -> list[str]:
+    return [
+        p.name
+        for p, r, m, n in zip(probes, ref, outs, sizes, strict=True)
+        if differs(m, r, n).any()
+    ]
 
 
 def output_dtype(obs: Observed) -> str | None:

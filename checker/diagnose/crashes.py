@@ -37,16 +37,36 @@ def _kv_width(m: re.Match[str], params: dict[str, Any]) -> bool:
 MESSAGE_CHARS = 2000
 
 SIGNATURES: tuple[Signature, ...] = (
-    Signature(re.compile(r"view size is not compatible with input tensor's size and stride"), "missing-contiguous"),
-    Signature(re.compile(r"The use of `x\.T` on tensors of dimension other than 2"), "transpose-2d-on-batched"),
-    Signature(re.compile(r"t\(\) expects a tensor with <= 2 dimensions"), "transpose-2d-on-batched"),
+    Signature(
+        re.compile(r"view size is not compatible with input tensor's size and stride"),
+        "missing-contiguous",
+    ),
+    Signature(
+        re.compile(r"The use of `x\.T` on tensors of dimension other than 2"),
+        "transpose-2d-on-batched",
+    ),
+    Signature(
+        re.compile(r"t\(\) expects a tensor with <= 2 dimensions"), "transpose-2d-on-batched"
+    ),
     # Writing into an input that autograd tracks: the gradient tests then raise this.
-    Signature(re.compile(r"a leaf Variable that requires grad is being used in an in-place operation"), "input-mutated"),
-    Signature(re.compile(r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) "
-                         r"at non-singleton dimension 1"), "kv-heads-not-expanded", ("gqa",), _heads),
+    Signature(
+        re.compile(r"a leaf Variable that requires grad is being used in an in-place operation"),
+        "input-mutated",
+    ),
+    Signature(
+        re.compile(
+            r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) "
+            r"at non-singleton dimension 1"
+        ),
+        "kv-heads-not-expanded",
+        ("gqa",),
+        _heads,
+    ),
     # One greedy run to the end of the line: linear in the message (a pattern with several
     # unbounded runs backtracks cubically on a long hostile message); _kv_width reads its numbers.
-    Signature(re.compile(r"(?:shape|size)[^\n]*"), "kv-projection-wrong-size", ("gqa", "mqa"), _kv_width),
+    Signature(
+        re.compile(r"(?:shape|size)[^\n]*"), "kv-projection-wrong-size", ("gqa", "mqa"), _kv_width
+    ),
 )
 
 

@@ -76,12 +76,25 @@ class Findings(dict[str, Finding]):
         """A copy whose findings can be changed without changing these."""
         out = Findings()
         for k, f in self.items():
-            out[k] = replace(f, evidence=list(f.evidence), source=list(f.source), params=dict(f.params),
-                             data=dict(f.data))
+            out[k] = replace(
+                f,
+                evidence=list(f.evidence),
+                source=list(f.source),
+                params=dict(f.params),
+                data=dict(f.data),
+            )
         return out
 
-    def add(self, mid: str, strength: int, evidence: str | None = None, *, source: list[SourceRef] | None = None,
-            params: dict[str, Any] | None = None, probe: Probe | None = None) -> Finding:
+    def add(
+        self,
+        mid: str,
+        strength: int,
+        evidence: str | None = None,
+        *,
+        source: list[SourceRef] | None = None,
+        params: dict[str, Any] | None = None,
+        probe: Probe | None = None,
+    ) -> Finding:
         f = self.get(mid)
         if f is None:
             f = self[mid] = Finding(mid, strength, probe=probe)
@@ -128,11 +141,16 @@ def load_spec(kata_id: str) -> Spec | None:
         if exc.name == name:
             return None
         raise
-    reference = getattr(module, "REFERENCE", None) or importlib.import_module(f"attnkata.reference.{kata.module_name}")
+    reference = getattr(module, "REFERENCE", None) or importlib.import_module(
+        f"attnkata.reference.{kata.module_name}"
+    )
     entry = kata.entry_points[0]
     is_module = isinstance(getattr(reference, entry, None), type)
-    subject = (ModuleSubject(reference, getattr(module, "load_mutant", None)) if is_module
-               else FunctionSubject(reference))
+    subject = (
+        ModuleSubject(reference, getattr(module, "load_mutant", None))
+        if is_module
+        else FunctionSubject(reference)
+    )
     mutants = {mid: _variants(v, entry) for mid, v in module.MUTANTS.items()}
     with salted(0):  # the same probes in every check: only the graders' inputs are salted
         probes = list(module.probes())
@@ -147,8 +165,10 @@ def _local_observations(kata_id: str) -> tuple[list[Observed], dict[str, list[li
     assert spec is not None
     with one_thread():
         ref = [spec.subject.reference_call(p) for p in spec.probes]
-        muts = {mid: [[spec.subject.mutant_call(v, p) for p in spec.probes] for v in variants]
-                for mid, variants in spec.mutants.items()}
+        muts = {
+            mid: [[spec.subject.mutant_call(v, p) for p in spec.probes] for v in variants]
+            for mid, variants in spec.mutants.items()
+        }
     return ref, muts
 
 
@@ -164,29 +184,45 @@ def _alternative_forms(probe: Probe, hook: Any) -> list[Probe]:
 _ALT_OBS: dict[tuple[str, int, int], tuple[Observed, dict[str, list[Observed]]]] = {}
 
 
-def _alternative_observations(kata_id: str, i: int, k: int, probe: Probe) -> tuple[Observed, dict[str, list[Observed]]]:
+def _alternative_observations(
+    kata_id: str, i: int, k: int, probe: Probe
+) -> tuple[Observed, dict[str, list[Observed]]]:
     """The reference's and every mutant's output on form k of probe i (computed once)."""
     hit = _ALT_OBS.get((kata_id, i, k))
     if hit is None:
         spec = load_spec(kata_id)
         assert spec is not None
         with one_thread():
-            hit = (spec.subject.reference_call(probe),
-                   {mid: [spec.subject.mutant_call(v, probe) for v in variants]
-                    for mid, variants in spec.mutants.items()})
+            hit = (
+                spec.subject.reference_call(probe),
+                {
+                    mid: [spec.subject.mutant_call(v, probe) for v in variants]
+                    for mid, variants in spec.mutants.items()
+                },
+            )
         _ALT_OBS[(kata_id, i, k)] = hit
     return hit
 
 
 # -- the engine ------------------------------------------------------------------------------
 class Engine:
-    def __init__(self, kata: Kata, path: Path, source: str, result: Result, candidate: Candidate, lang: str) -> None:
-        self.kata, self.path, self.result, self.candidate, self.lang = kata, path, result, candidate, lang
+    def __init__(
+        self, kata: Kata, path: Path, source: str, result: Result, candidate: Candidate, lang: str
+    ) -> None:
+        self.kata, self.path, self.result, self.candidate, self.lang = (
+            kata,
+            path,
+            result,
+            candidate,
+            lang,
+        )
         self.src = Source(source)
         self.findings = Findings()
         self.explained_runner: set[int] = set()  # indexes into result.diagnostics now covered
         self.spec = load_spec(kata.id)
-        self.base_params = dict(self.spec.probes[0].params) if self.spec and self.spec.probes else {}
+        self.base_params = (
+            dict(self.spec.probes[0].params) if self.spec and self.spec.probes else {}
+        )
         self.verdict: Verdict | None = None
         self.cand_obs: list[Observed] = []
         self.ref_obs: list[Observed] = []
@@ -195,7 +231,9 @@ class Engine:
     def probe_list(self, names: list[str], by_name: dict[str, Probe]) -> str:
         """Probe names quoted and joined as the reader's language writes a list."""
         return self.say("diag.list_sep").join(
-            self.say("diag.quoted", name=self.pname(by_name[n]) if n in by_name else n) for n in names)
+            self.say("diag.quoted", name=self.pname(by_name[n]) if n in by_name else n)
+            for n in names
+        )
 
     def say(self, key: str, **params: Any) -> str:
         """A sentence of the diagnosis in the reader's language (checker/messages_diagnose.py)."""
@@ -205,23 +243,34 @@ class Engine:
         return probe.name_zh if self.lang == "zh" and probe.name_zh else probe.name
 
     def applies(self, mid: str) -> bool:
-        return mid in cat.catalogue() and (mid in self.kata.mistakes or cat.get(mid).applies_to(self.kata.id))
+        return mid in cat.catalogue() and (
+            mid in self.kata.mistakes or cat.get(mid).applies_to(self.kata.id)
+        )
 
     # -- evidence ----------------------------------------------------------------------
     def from_runner(self) -> None:
         """The grader's own failures: banned APIs and exceptions with a known signature."""
         for i, d in enumerate(self.result.diagnostics):
             if d.id == "banned-api":
-                self.findings.add("banned-api", 2, d.explanation, params={"api": _api_name(d.explanation)})
+                self.findings.add(
+                    "banned-api", 2, d.explanation, params={"api": _api_name(d.explanation)}
+                )
                 self.explained_runner.add(i)
             elif d.id == "exception":
                 mid = classify(d.explanation, self.kata.id, self.base_params)
                 if mid and self.applies(mid):
-                    self.findings.add(mid, 2, self.say("diag.tests_raised", detail=d.explanation), source=list(d.source))
+                    self.findings.add(
+                        mid,
+                        2,
+                        self.say("diag.tests_raised", detail=d.explanation),
+                        source=list(d.source),
+                    )
                     self.explained_runner.add(i)
         if self.candidate.load_banned:
             names = ", ".join(self.candidate.load_banned)
-            self.findings.add("banned-api", 2, self.say("diag.load_banned", names=names), params={"api": names})
+            self.findings.add(
+                "banned-api", 2, self.say("diag.load_banned", names=names), params={"api": names}
+            )
 
     def probe_candidate(self) -> None:
         assert self.spec is not None
@@ -233,8 +282,9 @@ class Engine:
             # call gets the probes' own leash, on top of what the tests used.
             self.candidate.timed_out.clear()
             total = max(total, self.candidate.used + PROBE_TIME_BUDGET + PROBE_CALL_TIMEOUT)
-        self.candidate.limits = replace(saved, call_timeout=min(saved.call_timeout, PROBE_CALL_TIMEOUT),
-                                        total_timeout=total)
+        self.candidate.limits = replace(
+            saved, call_timeout=min(saved.call_timeout, PROBE_CALL_TIMEOUT), total_timeout=total
+        )
         t0 = time.perf_counter()
         try:
             stop = ""
@@ -247,7 +297,10 @@ class Engine:
                 obs = self.spec.subject.candidate_call(self.candidate, p)
                 self.cand_obs.append(obs)
                 # A child that died or hung once will do it again: the runner reports that.
-                if isinstance(obs.failure, CandidateCrashed | CandidateExited | CandidateTimeout | CandidateMemory):
+                if isinstance(
+                    obs.failure,
+                    CandidateCrashed | CandidateExited | CandidateTimeout | CandidateMemory,
+                ):
                     stop = f"stopped after {type(obs.failure).__name__}"
         finally:
             self.candidate.limits = saved
@@ -255,9 +308,16 @@ class Engine:
 
     def _hangs_everywhere(self) -> bool:
         """The check timed out and so did every probe the candidate was given."""
-        tried = [o for o in self.cand_obs if o.failure is not None or o.error is None or o.error[0] != "Skipped"]
-        return (self.result.status == TIMEOUT and bool(tried)
-                and all(isinstance(o.failure, CandidateTimeout) for o in tried))
+        tried = [
+            o
+            for o in self.cand_obs
+            if o.failure is not None or o.error is None or o.error[0] != "Skipped"
+        ]
+        return (
+            self.result.status == TIMEOUT
+            and bool(tried)
+            and all(isinstance(o.failure, CandidateTimeout) for o in tried)
+        )
 
     def from_behaviour(self) -> None:
         """Which catalogued mistakes the candidate's outputs reproduce. Each probe is judged on
@@ -270,7 +330,9 @@ class Engine:
         if self.nondeterministic:
             return  # every value differs at random: no behaviour can be matched
         applicable = {mid: variants for mid, variants in muts.items() if self.applies(mid)}
-        usable = [i for i, o in enumerate(self.cand_obs) if o.error is None or o.error[0] != "Skipped"]
+        usable = [
+            i for i, o in enumerate(self.cand_obs) if o.error is None or o.error[0] != "Skipped"
+        ]
         cannot = [i for i in usable if self._cannot_take(i, ref, applicable)]
         # A probe the code cannot take is tried again in the forms it may take (float32, dv = d...).
         alts = self._alternatives(cannot) if cannot else {}
@@ -295,26 +357,45 @@ class Engine:
         self.verdict = verdict
         if verdict.matched:
             strength = 3 if verdict.exact and not verdict.ambiguous else 2
-            for f in self._add_matched(verdict.matched, strength,
-                                       {mid: muts[mid][vi] for mid, vi in verdict.variant.items() if vi != FAMILY}):
+            for f in self._add_matched(
+                verdict.matched,
+                strength,
+                {mid: muts[mid][vi] for mid, vi in verdict.variant.items() if vi != FAMILY},
+            ):
                 f.variant = verdict.variant.get(f.id)
                 if verdict.ambiguous:  # the probes left (others raised) cannot tell which one
                     f.severity = "informative"
             return
         if not verdict.deviates:
             return
-        pair = pairs.search(pick(probes), cand, refs, picked, {mid: self.spec.mutants[mid] for mid in applicable},
-                            self.spec.subject, PAIR_TIME_BUDGET)
+        pair = pairs.search(
+            pick(probes),
+            cand,
+            refs,
+            picked,
+            {mid: self.spec.mutants[mid] for mid in applicable},
+            self.spec.subject,
+            PAIR_TIME_BUDGET,
+        )
         if pair is not None:
             # A pair reproduces the candidate exactly: both mistakes are certain.
             both = [pair.first, pair.second]
             shares = {mid: pairs.explained_share(cand, refs, picked[mid][vi]) for mid, vi in both}
             both.sort(key=lambda m: -shares[m[0]])
-            self.verdict = replace(verdict, matched={mid: pair.shown[mid] for mid, _ in both},
-                                   variant=dict(both), exact=True, closest=None)
-            for f in self._add_matched(self.verdict.matched, 3, {mid: muts[mid][vi] for mid, vi in both},
-                                       shares=shares,
-                                       together=self.say("diag.together", other="{other}")):
+            self.verdict = replace(
+                verdict,
+                matched={mid: pair.shown[mid] for mid, _ in both},
+                variant=dict(both),
+                exact=True,
+                closest=None,
+            )
+            for f in self._add_matched(
+                self.verdict.matched,
+                3,
+                {mid: muts[mid][vi] for mid, vi in both},
+                shares=shares,
+                together=self.say("diag.together", other="{other}"),
+            ):
                 f.variant = dict(both)[f.id]
             return
         if self._peel(pick(probes), keys, cand, refs, picked, muts, applicable):
@@ -322,13 +403,25 @@ class Engine:
         for mid, (vi, share, shown) in verdict.partial.items():
             # Reproduced wherever it shows, but the rest of the deviation is something else:
             # worth saying, not certain enough to be the verdict.
-            f = self._add_matched({mid: shown}, 1, {mid: muts[mid][vi]} if vi != FAMILY else {},
-                                  shares={mid: share}, partial=True)[0]
+            f = self._add_matched(
+                {mid: shown},
+                1,
+                {mid: muts[mid][vi]} if vi != FAMILY else {},
+                shares={mid: share},
+                partial=True,
+            )[0]
             f.severity, f.variant = "informative", vi
 
-    def _peel(self, probes: list[Probe], keys: list[int], cand: list[Observed], refs: list[Observed],
-              picked: dict[str, list[list[Observed]]], muts: dict[str, list[list[Observed]]],
-              applicable: dict[str, Any]) -> bool:
+    def _peel(
+        self,
+        probes: list[Probe],
+        keys: list[int],
+        cand: list[Observed],
+        refs: list[Observed],
+        picked: dict[str, list[list[Observed]]],
+        muts: dict[str, list[list[Observed]]],
+        applicable: dict[str, Any],
+    ) -> bool:
         """Two or three mistakes, or mistakes beside a quirk no mutant has: take them off one
         at a time (`peel.py`). Each names the probes it explains; it is essential only where
         it reproduces every element it changes."""
@@ -339,15 +432,27 @@ class Engine:
         if len(small) >= 3 and len(small) < len(probes):
             probes, keys, cand, refs = ([xs[j] for j in small] for xs in (probes, keys, cand, refs))
             picked = {mid: [[v[j] for j in small] for v in vs] for mid, vs in picked.items()}
-        found = peel.peel(self.kata.id, probes, keys, cand, refs, picked,
-                          {mid: self.spec.mutants[mid] for mid in applicable}, self.spec.subject, PEEL_TIME_BUDGET)
+        found = peel.peel(
+            self.kata.id,
+            probes,
+            keys,
+            cand,
+            refs,
+            picked,
+            {mid: self.spec.mutants[mid] for mid in applicable},
+            self.spec.subject,
+            PEEL_TIME_BUDGET,
+        )
         if found is None or not any(s.certain for s in found.steps):
             return False
         by_name = {p.name: p for p in probes}
         for step in found.steps:
-            f = self.findings.add(step.mid, 3 if step.certain else 1, self.say(
-                "diag.peel_explains", names=self.probe_list(step.probes[:3], by_name)),
-                probe=by_name.get(step.probes[0]) if step.probes else None)
+            f = self.findings.add(
+                step.mid,
+                3 if step.certain else 1,
+                self.say("diag.peel_explains", names=self.probe_list(step.probes[:3], by_name)),
+                probe=by_name.get(step.probes[0]) if step.probes else None,
+            )
             f.variant = step.variant
             f.data["share"] = round(step.share, 3)
             f.data["explains_probes"] = list(step.probes)
@@ -358,8 +463,12 @@ class Engine:
             self._explain_errors(f, muts[step.mid][step.variant], 3 if step.certain else 1)
         if found.unexplained:
             for step in found.steps[:1]:
-                self.findings[step.mid].evidence.append(self.say(
-                    "diag.unexplained_probes", names=self.probe_list(found.unexplained[:3], by_name)))
+                self.findings[step.mid].evidence.append(
+                    self.say(
+                        "diag.unexplained_probes",
+                        names=self.probe_list(found.unexplained[:3], by_name),
+                    )
+                )
         return True
 
     def count_explained(self) -> None:
@@ -382,7 +491,9 @@ class Engine:
                     continue
                 mutant = self.spec.mutants[f.id][f.variant]
                 try:
-                    got = replay.failing_tests(self.kata, self.path, mutant, self.spec.subject.reference, failing)
+                    got = replay.failing_tests(
+                        self.kata, self.path, mutant, self.spec.subject.reference, failing
+                    )
                 except Exception:  # a count is extra: it must never cost the verdict itself
                     if os.environ.get("ATTNKATA_STRICT_DIAGNOSIS"):
                         raise
@@ -390,10 +501,18 @@ class Engine:
                 if got is not None:
                     counts[f.id] = len(got & set(failing))
         if "input-not-supported" in self.findings:
-            raised = {c.error[1][:60] for i, c in enumerate(self.cand_obs) if c.error is not None
-                      and self.spec.probes[i].name in self.findings["input-not-supported"].data.get("unsupported_probes", [])}
-            counts["input-not-supported"] = sum(1 for t in self.result.tests if t.id in failing
-                                                and any(r and r in t.message for r in raised))
+            raised = {
+                c.error[1][:60]
+                for i, c in enumerate(self.cand_obs)
+                if c.error is not None
+                and self.spec.probes[i].name
+                in self.findings["input-not-supported"].data.get("unsupported_probes", [])
+            }
+            counts["input-not-supported"] = sum(
+                1
+                for t in self.result.tests
+                if t.id in failing and any(r and r in t.message for r in raised)
+            )
         for mid, n in counts.items():
             f = self.findings[mid]
             f.data["explains"] = {"tests": n, "failing": len(failing)}
@@ -407,7 +526,9 @@ class Engine:
         mistake matches; else say that the weights could not be mapped (not certain)."""
         assert self.spec is not None
         subject = self.spec.subject
-        if not isinstance(subject, ModuleSubject) or (self.verdict is not None and self.verdict.matched):
+        if not isinstance(subject, ModuleSubject) or (
+            self.verdict is not None and self.verdict.matched
+        ):
             return
         unfit, _ = subject.layouts(self.candidate)
         if not unfit:
@@ -423,16 +544,22 @@ class Engine:
                 if self.verdict is not None and self.verdict.matched:
                     for f in self.findings.values():
                         if f.id in self.verdict.matched:
-                            f.evidence.append(self.say("diag.layout_read", layer=layer, layout=LAYOUT_TEXT[layout]))
+                            f.evidence.append(
+                                self.say(
+                                    "diag.layout_read", layer=layer, layout=LAYOUT_TEXT[layout]
+                                )
+                            )
                     return
         finally:
             subject.force_layouts = {}
         self.cand_obs, self.findings, self.verdict, self.explained_runner = stacked
         names = "; ".join(LAYOUT_TEXT[t] for t in tried)
-        f = self.findings.add("weights-unmappable", 1, self.say(
-            "diag.fused_no_layout", layer=layer, names=names),
-            params={"layer_note": self.say(
-                "diag.fused_layer_note", layer=layer, names=names)})
+        f = self.findings.add(
+            "weights-unmappable",
+            1,
+            self.say("diag.fused_no_layout", layer=layer, names=names),
+            params={"layer_note": self.say("diag.fused_layer_note", layer=layer, names=names)},
+        )
         f.severity = "informative"
         f.data["layouts_tried"] = list(tried)
 
@@ -440,10 +567,14 @@ class Engine:
     def nondeterministic(self) -> bool:
         """Two identical calls of a repeat probe gave different outputs."""
         assert self.spec is not None
-        return any(p.repeat and c.ok and c.second is not None and not _equal(c.value, c.second)
-                   for p, c in zip(self.spec.probes, self.cand_obs, strict=False))
+        return any(
+            p.repeat and c.ok and c.second is not None and not _equal(c.value, c.second)
+            for p, c in zip(self.spec.probes, self.cand_obs, strict=False)
+        )
 
-    def _cannot_take(self, i: int, ref: list[Observed], muts: dict[str, list[list[Observed]]]) -> bool:
+    def _cannot_take(
+        self, i: int, ref: list[Observed], muts: dict[str, list[list[Observed]]]
+    ) -> bool:
         """The candidate raised on probe i where the reference did not and no mutant raises
         the same: evidence about that input only (a crash of the child ends all probes)."""
         c = self.cand_obs[i]
@@ -453,12 +584,17 @@ class Engine:
             return False
         if c.stage == "call":
             key = _norm(c.error[1]) if c.error else ""
-            if any(o[i].error is not None and _norm(o[i].error[1]) == key for vs in muts.values() for o in vs):
+            if any(
+                o[i].error is not None and _norm(o[i].error[1]) == key
+                for vs in muts.values()
+                for o in vs
+            ):
                 return False
         return True
 
-    def _alternatives(self, cannot: list[int]) -> dict[int, tuple[Probe, Observed, Observed,
-                                                                  dict[str, list[Observed]]]]:
+    def _alternatives(
+        self, cannot: list[int]
+    ) -> dict[int, tuple[Probe, Observed, Observed, dict[str, list[Observed]]]]:
         """For probes the code cannot take: the first other form of the probe it takes (the
         same inputs in float32; the kata's `alternatives(probe)`, e.g. dv = d), with the
         reference's and the mutants' outputs on it: index -> (probe, candidate, reference,
@@ -496,17 +632,26 @@ class Engine:
             self._weights_unmappable(weights)
         # Only exceptions the candidate's own code raised (the harness's "no gradients: ..."
         # is about the output, not the input), and none that names a mistake.
-        raised = [i for i in cannot if self.cand_obs[i].stage == "call" and isinstance(self.cand_obs[i].failure, CandidateRaised)
-                  and self.cand_obs[i].failure.exc_type
-                  and classify(self.cand_obs[i].error[1], self.kata.id, probes[i].params) is None]
+        raised = [
+            i
+            for i in cannot
+            if self.cand_obs[i].stage == "call"
+            and isinstance(self.cand_obs[i].failure, CandidateRaised)
+            and self.cand_obs[i].failure.exc_type
+            and classify(self.cand_obs[i].error[1], self.kata.id, probes[i].params) is None
+        ]
         if not raised or not (judged or any(self.cand_obs[i].ok for i in kept)):
             return
         names = [self.pname(probes[i]) for i in raised]
         joined = self.say("diag.input_sep").join(names)
-        f = self.findings.add("input-not-supported", 2, params={"inputs": joined}, probe=probes[raised[0]])
+        f = self.findings.add(
+            "input-not-supported", 2, params={"inputs": joined}, probe=probes[raised[0]]
+        )
         for i in raised[:4]:
             c = self.cand_obs[i]
-            f.evidence.append(self.evidence("trace.raised", probes[i], type=c.error[0], message=c.error[1][:160]))
+            f.evidence.append(
+                self.evidence("trace.raised", probes[i], type=c.error[0], message=c.error[1][:160])
+            )
             for ref_line in _frame_refs(c, self.src)[-1:]:
                 if all(r.line != ref_line.line for r in f.source):
                     f.source.append(ref_line)
@@ -519,16 +664,26 @@ class Engine:
         if classify(message, self.kata.id, self.spec.probes[idx[0]].params):
             return  # a catalogued mistake (e.g. a K/V projection sized d_model) says it better
         note = message.split(": ", 1)[-1].strip()
-        f = self.findings.add("weights-unmappable", 2, self.say("diag.weights_said", message=message[:400]),
-                              params={"layer_note": note if note.endswith(".") else note + "."})
+        f = self.findings.add(
+            "weights-unmappable",
+            2,
+            self.say("diag.weights_said", message=message[:400]),
+            params={"layer_note": note if note.endswith(".") else note + "."},
+        )
         for i, d in enumerate(self.result.diagnostics):
             if d.id == "exception" and message[:60] in d.explanation:
                 self.explained_runner.add(i)
         f.data["weights_message"] = message
 
-    def _add_matched(self, matched: dict[str, list[str]], strength: int, outs_of: dict[str, list[Observed]],
-                     shares: dict[str, float] | None = None, together: str = "",
-                     partial: bool = False) -> list[Finding]:
+    def _add_matched(
+        self,
+        matched: dict[str, list[str]],
+        strength: int,
+        outs_of: dict[str, list[Observed]],
+        shares: dict[str, float] | None = None,
+        together: str = "",
+        partial: bool = False,
+    ) -> list[Finding]:
         assert self.spec is not None
         by_name = {p.name: p for p in [*self.spec.probes, *self.alt_probes]}
         added = []
@@ -555,12 +710,20 @@ class Engine:
     def _explain_errors(self, f: Finding, outs: list[Observed], strength: int) -> None:
         """Errors the mutant raises too are part of this mistake: the runner's generic "your
         code raised ..." for them is explained, and its lines are the mistake's."""
-        errors = {_norm(c.error[1]) for i, c in enumerate(self.cand_obs)
-                  if c.error is not None and i < len(outs) and outs[i].error is not None}
+        errors = {
+            _norm(c.error[1])
+            for i, c in enumerate(self.cand_obs)
+            if c.error is not None and i < len(outs) and outs[i].error is not None
+        }
         for i, d in enumerate(self.result.diagnostics):
             if d.id == "exception" and any(e and e in _norm(d.explanation) for e in errors):
                 self.explained_runner.add(i)
-                self.findings.add(f.id, strength, self.say("diag.tests_raised", detail=d.explanation), source=list(d.source))
+                self.findings.add(
+                    f.id,
+                    strength,
+                    self.say("diag.tests_raised", detail=d.explanation),
+                    source=list(d.source),
+                )
         for c in self.cand_obs:
             if c.error is not None and _norm(c.error[1]) in errors:
                 for ref in _frame_refs(c, self.src):
@@ -586,21 +749,34 @@ class Engine:
     def _nondeterminism(self, p: Probe, c: Observed) -> None:
         """Two identical calls differ: dropout left on (module katas: the catalogue's
         `dropout-in-eval`), or randomness in a function (`nondeterministic-output`)."""
-        mid = next((m for m in ("dropout-in-eval", "nondeterministic-output") if self.applies(m)), None)
+        mid = next(
+            (m for m in ("dropout-in-eval", "nondeterministic-output") if self.applies(m)), None
+        )
         if mid is None:
             return
-        ops = [op for op in c.trace.get("ops", {}) if "dropout" in op or "bernoulli" in op or "rand" in op]
+        ops = [
+            op
+            for op in c.trace.get("ops", {})
+            if "dropout" in op or "bernoulli" in op or "rand" in op
+        ]
         note = self.say("diag.ran_ops", ops=", ".join(ops[:3])) if ops else ""
-        self.findings.add(mid, 2, self.evidence("trace.nondeterministic", p, note=note), probe=p,
-                          source=_op_lines("dropout", self.src) if ops else [])
+        self.findings.add(
+            mid,
+            2,
+            self.evidence("trace.nondeterministic", p, note=note),
+            probe=p,
+            source=_op_lines("dropout", self.src) if ops else [],
+        )
 
     def _arg_name(self, entry: str, label: str) -> str:
-        """"argument 0" -> "`q` (argument 0)", from the skeleton's signature of `entry`."""
+        """ "argument 0" -> "`q` (argument 0)", from the skeleton's signature of `entry`."""
         from attnkata.checker.static import signatures
 
         m = re.fullmatch(r"argument (\d+)", label)
         try:
-            sig = signatures(ast.parse(self.kata.skeleton_path.read_text(encoding="utf-8"))).get(entry)
+            sig = signatures(ast.parse(self.kata.skeleton_path.read_text(encoding="utf-8"))).get(
+                entry
+            )
         except (OSError, SyntaxError):
             sig = None
         if m and sig is not None and sig.kind == "function" and int(m.group(1)) < len(sig.params):
@@ -637,8 +813,13 @@ class Engine:
         refs = banned_references(self.src)
         if refs:
             names = ", ".join(sorted({n for _, n in refs}))
-            f = self.findings.add("banned-api", 1, self.say("diag.static_banned", names=names),
-                                  source=[r for r, _ in refs], params={"api": names})
+            f = self.findings.add(
+                "banned-api",
+                1,
+                self.say("diag.static_banned", names=names),
+                source=[r for r, _ in refs],
+                params={"api": names},
+            )
             f.data["static_only"] = True
 
     # -- verdict ---------------------------------------------------------------------------
@@ -646,12 +827,16 @@ class Engine:
         out: list[Diagnostic] = []
         # Catalogued mistakes first (most certain, then most explaining); what the code cannot
         # take comes after every mistake it makes.
-        for f in sorted(self.findings.values(), key=lambda f: (f.id == "input-not-supported", -f.strength,
-                                                                -f.data.get("share", 0.0))):
+        for f in sorted(
+            self.findings.values(),
+            key=lambda f: (f.id == "input-not-supported", -f.strength, -f.data.get("share", 0.0)),
+        ):
             if f.id not in cat.catalogue():
                 continue
             m = cat.get(f.id)
-            params = cat.derived_params({**(f.probe.params if f.probe else self.base_params), **f.params})
+            params = cat.derived_params(
+                {**(f.probe.params if f.probe else self.base_params), **f.params}
+            )
             data = {k: v for k, v in f.data.items() if k != "share"}  # "share" only orders findings
             if m.grid:
                 data.update(self._grids(f, params))
@@ -663,10 +848,19 @@ class Engine:
                 f.source = locate(f.id, self.src, variant=_variant(f.id, params))
             f.source = _merge_refs(f.source, self.src)
             severity = f.severity or (m.severity if f.strength >= 2 else "actionable")
-            out.append(Diagnostic(
-                id=f.id, severity=severity, title=m.render("title", self.lang, params),
-                explanation=m.render("explanation", self.lang, params), fix=m.render("fix", self.lang, params),
-                evidence=f.evidence[:4], source=f.source[:3], link=m.link(self.kata.id, self.lang), data=data))
+            out.append(
+                Diagnostic(
+                    id=f.id,
+                    severity=severity,
+                    title=m.render("title", self.lang, params),
+                    explanation=m.render("explanation", self.lang, params),
+                    fix=m.render("fix", self.lang, params),
+                    evidence=f.evidence[:4],
+                    source=f.source[:3],
+                    link=m.link(self.kata.id, self.lang),
+                    data=data,
+                )
+            )
         if self.verdict is not None and self.verdict.ambiguous:
             names = ", ".join(self.verdict.ambiguous)
             for d in out:
@@ -681,16 +875,28 @@ class Engine:
         probe if it is one, else the first grid probe where the candidate differs."""
         if not self.spec or not self.cand_obs or not self.ref_obs:
             return {}
-        triples = [(p, c, r) for p, c, r in zip(self.spec.probes, self.cand_obs, self.ref_obs, strict=False)
-                   if p.grid and r.ok]
-        triples.sort(key=lambda t: (t[0] is not finding.probe, _equal(t[1].value, t[2].value) if t[1].ok else False))
+        triples = [
+            (p, c, r)
+            for p, c, r in zip(self.spec.probes, self.cand_obs, self.ref_obs, strict=False)
+            if p.grid and r.ok
+        ]
+        triples.sort(
+            key=lambda t: (
+                t[0] is not finding.probe,
+                _equal(t[1].value, t[2].value) if t[1].ok else False,
+            )
+        )
         for p, c, r in triples:
             want = grid_of(r.value, p.grid or "mask")
             if want is None:
                 continue
             data: dict[str, Any] = {"mask_expected": want, "grid_probe": p.name}
             got = grid_of(c.value, p.grid or "mask") if c.ok else None
-            if got is not None and len(got) == len(want) and all(len(a) == len(b) for a, b in zip(got, want, strict=True)):
+            if (
+                got is not None
+                and len(got) == len(want)
+                and all(len(a) == len(b) for a, b in zip(got, want, strict=True))
+            ):
                 data["mask_got"] = got
                 counts = [sum(1 for x in row if x) for row in got]
                 params.setdefault("got_keys", max(counts) if counts else 0)
@@ -701,8 +907,11 @@ class Engine:
         failing = [t for t in self.result.tests if t.status not in (PASS, "skip")]
         if not failing:
             return False
-        runner_errors = [d for i, d in enumerate(self.result.diagnostics)
-                         if d.is_error and i not in self.explained_runner]
+        runner_errors = [
+            d
+            for i, d in enumerate(self.result.diagnostics)
+            if d.is_error and i not in self.explained_runner
+        ]
         return any(t.status not in (ERROR, TIMEOUT) for t in failing) or not runner_errors
 
     def _no_match(self) -> Diagnostic:
@@ -715,12 +924,25 @@ class Engine:
         failing = [t for t in self.result.tests if t.status not in (PASS, "skip")]
         evidence = [self.say("diag.failing", test=t.id) for t in failing[:3]]
         if self.verdict is not None and self.verdict.failing_probes:
-            by_name = {p.name: p for p in [*self.spec.probes, *self.alt_probes]} if self.spec else {}
-            names = [self.pname(by_name[n]) if n in by_name else n for n in self.verdict.failing_probes[:4]]
-            evidence.append(self.say("diag.probes_differ", names=self.say("diag.list_sep").join(names)))
-        return Diagnostic(id=m.id, severity=m.severity, title=m.render("title", self.lang),
-                          explanation=m.render("explanation", self.lang, {"closest": closest}).strip(),
-                          fix=m.render("fix", self.lang), evidence=evidence, link=m.link(self.kata.id, self.lang))
+            by_name = (
+                {p.name: p for p in [*self.spec.probes, *self.alt_probes]} if self.spec else {}
+            )
+            names = [
+                self.pname(by_name[n]) if n in by_name else n
+                for n in self.verdict.failing_probes[:4]
+            ]
+            evidence.append(
+                self.say("diag.probes_differ", names=self.say("diag.list_sep").join(names))
+            )
+        return Diagnostic(
+            id=m.id,
+            severity=m.severity,
+            title=m.render("title", self.lang),
+            explanation=m.render("explanation", self.lang, {"closest": closest}).strip(),
+            fix=m.render("fix", self.lang),
+            evidence=evidence,
+            link=m.link(self.kata.id, self.lang),
+        )
 
     def run(self) -> list[Diagnostic]:
         self.from_runner()
@@ -738,10 +960,12 @@ class Engine:
         diags = self.diagnostics()
         mine = {d.id for d in diags}
         # The runner's generic diagnostics that a catalogued one now explains would only repeat it.
-        self.result.diagnostics[:] = [d for i, d in enumerate(self.result.diagnostics)
-                                      if i not in self.explained_runner and d.id not in mine]
+        self.result.diagnostics[:] = [
+            d
+            for i, d in enumerate(self.result.diagnostics)
+            if i not in self.explained_runner and d.id not in mine
+        ]
         return diags
-
 
 
 # -- trace checks ---------------------------------------------------------------------------
@@ -752,8 +976,12 @@ TraceRule = Callable[["Engine", Probe, Observed, Observed | None], bool]
 
 def _banned(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
     if c.failure is not None and isinstance(c.failure, CandidateBanned):
-        e.findings.add("banned-api", 2, e.evidence("trace.banned", p, detail=c.failure.message),
-                       params={"api": _api_name(c.failure.message)})
+        e.findings.add(
+            "banned-api",
+            2,
+            e.evidence("trace.banned", p, detail=c.failure.message),
+            params={"api": _api_name(c.failure.message)},
+        )
     return False
 
 
@@ -763,8 +991,13 @@ def _crash_signature(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bo
         return False
     mid = classify(c.error[1], e.kata.id, p.params)
     if mid and e.applies(mid):
-        e.findings.add(mid, 2, e.evidence("trace.raised", p, type=c.error[0], message=c.error[1][:160]),
-                       source=_frame_refs(c, e.src), probe=p)
+        e.findings.add(
+            mid,
+            2,
+            e.evidence("trace.raised", p, type=c.error[0], message=c.error[1][:160]),
+            source=_frame_refs(c, e.src),
+            probe=p,
+        )
     return True
 
 
@@ -773,7 +1006,13 @@ def _warning_signature(e: Engine, p: Probe, c: Observed, r: Observed | None) -> 
         mid = classify(w["message"], e.kata.id, p.params)
         if mid and e.applies(mid):
             line = [SourceRef(w["line"], text=_line(e.src, w["line"]))] if w.get("line") else []
-            e.findings.add(mid, 2, e.evidence("trace.warned", p, message=w["message"][:120]), source=line, probe=p)
+            e.findings.add(
+                mid,
+                2,
+                e.evidence("trace.warned", p, message=w["message"][:120]),
+                source=line,
+                probe=p,
+            )
     return False
 
 
@@ -781,8 +1020,13 @@ def _return_type(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
     if r is not None and r.ok and c.ok and not (e.verdict and e.verdict.matched):
         want, got = _kind(r.value), _kind(c.value)
         if want != got and e.applies("wrong-return-type"):
-            e.findings.add("wrong-return-type", 2, e.evidence("trace.return_type", p, got=got, want=want),
-                           params={"got_type": got, "want_type": want}, probe=p)
+            e.findings.add(
+                "wrong-return-type",
+                2,
+                e.evidence("trace.return_type", p, got=got, want=want),
+                params={"got_type": got, "want_type": want},
+                probe=p,
+            )
     return False
 
 
@@ -790,8 +1034,13 @@ def _dtype(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
     if r is not None and r.ok:
         want, got = output_dtype(r), output_dtype(c)
         if want and got and want != got and e.applies("dtype-not-preserved"):
-            e.findings.add("dtype-not-preserved", 2, e.evidence("trace.dtype", p, want=want, got=got),
-                           params={"in_dtype": want, "out_dtype": got}, probe=p)
+            e.findings.add(
+                "dtype-not-preserved",
+                2,
+                e.evidence("trace.dtype", p, want=want, got=got),
+                params={"in_dtype": want, "out_dtype": got},
+                probe=p,
+            )
     return False
 
 
@@ -802,8 +1051,14 @@ def _numpy_warning(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool
         if runtime:
             w = runtime[0]
             line = [SourceRef(w["line"], text=_line(e.src, w["line"]))] if w.get("line") else []
-            e.findings.add("numpy-float-warning", 2, e.evidence("trace.numpy_warning", p, message=w["message"]),
-                           source=line, params={"warning": w["message"]}, probe=p)
+            e.findings.add(
+                "numpy-float-warning",
+                2,
+                e.evidence("trace.numpy_warning", p, message=w["message"]),
+                source=line,
+                params={"warning": w["message"]},
+                probe=p,
+            )
     return False
 
 
@@ -812,8 +1067,13 @@ def _mutated(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
         ops = sorted({x["op"] for x in c.trace.get("inplace_on_inputs", [])})
         which = ", ".join(e._arg_name(p.entry, m) for m in c.mutated)
         note = e.say("diag.paren", text=", ".join(ops)) if ops else ""
-        e.findings.add("input-mutated", 2, e.evidence("trace.mutated", p, which=which),
-                       params={"which": which, "op_note": note}, probe=p)
+        e.findings.add(
+            "input-mutated",
+            2,
+            e.evidence("trace.mutated", p, which=which),
+            params={"which": which, "op_note": note},
+            probe=p,
+        )
     return False
 
 
@@ -831,21 +1091,49 @@ def _budget(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
     largest = c.trace.get("largest", {})
     if largest.get("elements", 0) >= limit and e.applies(mid):
         shape = "x".join(str(s) for s in largest.get("shape", []))
-        e.findings.add(mid, 2, e.evidence("trace.largest", p, shape=shape, elements=largest.get("elements"),
-                                          op=largest.get("op")),
-                       params={"elements": largest.get("elements"),
-                               "shape": f"({', '.join(str(s) for s in largest.get('shape', []))})",
-                               "op": largest.get("op")}, probe=p, source=_op_lines(str(largest.get("op", "")), e.src))
+        e.findings.add(
+            mid,
+            2,
+            e.evidence(
+                "trace.largest",
+                p,
+                shape=shape,
+                elements=largest.get("elements"),
+                op=largest.get("op"),
+            ),
+            params={
+                "elements": largest.get("elements"),
+                "shape": f"({', '.join(str(s) for s in largest.get('shape', []))})",
+                "op": largest.get("op"),
+            },
+            probe=p,
+            source=_op_lines(str(largest.get("op", "")), e.src),
+        )
     return False
 
 
-TRACE_RULES: tuple[TraceRule, ...] = (_banned, _crash_signature, _warning_signature, _return_type, _dtype,
-                                      _numpy_warning, _mutated, _repeat, _budget)
+TRACE_RULES: tuple[TraceRule, ...] = (
+    _banned,
+    _crash_signature,
+    _warning_signature,
+    _return_type,
+    _dtype,
+    _numpy_warning,
+    _mutated,
+    _repeat,
+    _budget,
+)
+
 
 def _variant(mid: str, params: dict[str, Any]) -> str | None:
     """Which form of the mistake the behaviour showed, where that changes the line to show."""
     got, want = params.get("got_keys"), params.get("W")
-    if mid == "window-off-by-one" and isinstance(got, int) and isinstance(want, int) and got != want:
+    if (
+        mid == "window-off-by-one"
+        and isinstance(got, int)
+        and isinstance(want, int)
+        and got != want
+    ):
         return "wider" if got > want else "narrower"
     return None
 
@@ -869,7 +1157,9 @@ def _merge_refs(refs: list[SourceRef], src: Source) -> list[SourceRef]:
             last = out[-1]
             last.end_line = max(last.end_line or last.line, end)
             continue
-        out.append(SourceRef(line=ref.line, end_line=ref.end_line, text=ref.text or _line(src, ref.line)))
+        out.append(
+            SourceRef(line=ref.line, end_line=ref.end_line, text=ref.text or _line(src, ref.line))
+        )
     return out
 
 
@@ -891,8 +1181,14 @@ def _norm(message: str) -> str:
 
 
 def _api_name(message: str) -> str:
-    for name in ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
-                 "flex_attention", "_native_multi_head_attention", "aten::_scaled_dot_product"):
+    for name in (
+        "scaled_dot_product_attention",
+        "multi_head_attention_forward",
+        "MultiheadAttention",
+        "flex_attention",
+        "_native_multi_head_attention",
+        "aten::_scaled_dot_product",
+    ):
         if name in message:
             return name
     return message.split(":")[-1].strip()[:80] or "a banned API"
@@ -904,13 +1200,18 @@ def _line(src: Source, line: int | None) -> str:
 
 def _frame_refs(obs: Observed, src: Source) -> list[SourceRef]:
     frames = obs.failure.frames if obs.failure is not None else []
-    return [SourceRef(line=f["line"], text=_line(src, f["line"]) or f.get("text", "")) for f in frames[-2:]]
+    return [
+        SourceRef(line=f["line"], text=_line(src, f["line"]) or f.get("text", ""))
+        for f in frames[-2:]
+    ]
 
 
 def _equal(a: Any, b: Any) -> bool:
     from attnkata.checker.diagnose.behaviour import flatten
 
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):  # compared as they are (no float64 copy)
+    if isinstance(a, torch.Tensor) and isinstance(
+        b, torch.Tensor
+    ):  # compared as they are (no float64 copy)
         if a.shape != b.shape or a.dtype != b.dtype or a.is_complex():
             return a.shape == b.shape and a.dtype == b.dtype and bool((a == b).all())
         a, b = a.detach().cpu(), b.detach().cpu()
@@ -918,8 +1219,12 @@ def _equal(a: Any, b: Any) -> bool:
     fa, fb = flatten(a), flatten(b)
     if fa is None or fb is None:
         return a is b
-    return fa[1].shape == fb[1].shape and bool(((fa[1] == fb[1]) | (fa[1] != fa[1]) & (fb[1] != fb[1])).all())
+    return fa[1].shape == fb[1].shape and bool(
+        ((fa[1] == fb[1]) | (fa[1] != fa[1]) & (fb[1] != fb[1])).all()
+    )
 
 
-def diagnose(kata: Kata, path: Path, source: str, result: Result, candidate: Candidate, lang: str) -> list[Diagnostic]:
+def diagnose(
+    kata: Kata, path: Path, source: str, result: Result, candidate: Candidate, lang: str
+) -> list[Diagnostic]:
     return Engine(kata, path, source, result, candidate, lang).run()

@@ -88,8 +88,11 @@ def attention_probes(entry: str, *, numpy: bool = False) -> list[Probe]:
     sizes = {"B": B, "H": H, "L": L, "S": S, "d": d, "dv": dv}
 
     def qkv(seed: int, lead: tuple[int, ...] = (B, H), scale: float = 1.0) -> tuple:
-        return (randn(*lead, L, d, seed=seed, scale=scale), randn(*lead, S, d, seed=seed + 1, scale=scale),
-                randn(*lead, S, dv, seed=seed + 2))
+        return (
+            randn(*lead, L, d, seed=seed, scale=scale),
+            randn(*lead, S, d, seed=seed + 1, scale=scale),
+            randn(*lead, S, dv, seed=seed + 2),
+        )
 
     mask = strict_mask(B, 1, L, S, seed=101)
     flat_mask = with_empty_rows(strict_mask(L, S, seed=105), [(3,)])
@@ -99,31 +102,93 @@ def attention_probes(entry: str, *, numpy: bool = False) -> list[Probe]:
     # attention weights of one query: the output *is* the effective mask, drawn as a grid.
     grid_mask = with_empty_rows(causal(L, S) & strict_mask(L, S, seed=103, p=0.7), [(1,)])
     grid_mask[-1, 0] = False  # the last query may not see key 0: the grid is not a plain triangle
-    grid_q, grid_k = torch.zeros(B, H, L, d, dtype=torch.float64), torch.zeros(B, H, S, d, dtype=torch.float64)
+    grid_q, grid_k = (
+        torch.zeros(B, H, L, d, dtype=torch.float64),
+        torch.zeros(B, H, S, d, dtype=torch.float64),
+    )
     grid_v = torch.eye(S, dtype=torch.float64).expand(B, H, S, S).clone()
 
     probes = [
         Probe("no mask", entry, qkv(201), params=sizes, repeat=True, name_zh="无 mask"),
-        Probe("2-D inputs (L, d)", entry, qkv(202, lead=()), params=sizes, name_zh="二维输入 (L, d)"),
-        Probe("3-D inputs (B, L, d)", entry, qkv(203, lead=(4,)), params=sizes, name_zh="三维输入 (B, L, d)"),
+        Probe(
+            "2-D inputs (L, d)", entry, qkv(202, lead=()), params=sizes, name_zh="二维输入 (L, d)"
+        ),
+        Probe(
+            "3-D inputs (B, L, d)",
+            entry,
+            qkv(203, lead=(4,)),
+            params=sizes,
+            name_zh="三维输入 (B, L, d)",
+        ),
         # Code written for single (L, d) matrices raises on every batched probe: this one still
         # shows its mask and empty-row mistakes.
-        Probe("2-D inputs with an (L, S) mask and an empty row", entry, qkv(211, lead=()), {"mask": flat_mask},
-              params=sizes, name_zh="二维输入，(L, S) mask，含一个空行"),
-        Probe("random mask (B, 1, L, S)", entry, qkv(204), {"mask": mask}, params=sizes,
-              name_zh="随机 mask (B, 1, L, S)"),
+        Probe(
+            "2-D inputs with an (L, S) mask and an empty row",
+            entry,
+            qkv(211, lead=()),
+            {"mask": flat_mask},
+            params=sizes,
+            name_zh="二维输入，(L, S) mask，含一个空行",
+        ),
+        Probe(
+            "random mask (B, 1, L, S)",
+            entry,
+            qkv(204),
+            {"mask": mask},
+            params=sizes,
+            name_zh="随机 mask (B, 1, L, S)",
+        ),
         # Code written for self-attention (an (L, L) mask, a causal triangle) only runs here.
-        Probe("L = S = 7, random mask with an empty row", entry, (randn(B, H, S, d, seed=212), *qkv(213)[1:]), {"mask": square},
-              params={**sizes, "L": S}, name_zh="L = S = 7，随机 mask，含一个空行"),
-        Probe("fully masked rows", entry, qkv(205), {"mask": empty}, params=sizes, name_zh="整行被遮掩"),
-        Probe("large logits (~1e4)", entry, qkv(206, scale=60.0), {"mask": mask}, params=sizes,
-              name_zh="大 logits（约 1e4）"),
-        Probe("explicit scale=0.3", entry, qkv(207), {"scale": 0.3}, params={**sizes, "scale": 0.3},
-              name_zh="显式 scale=0.3"),
-        Probe("float32 inputs", entry, tuple(t.float() for t in qkv(208)), {"mask": mask}, params=sizes,
-              dtype=torch.float32, name_zh="float32 输入"),
-        Probe("mask grid (q = k = 0, V = I)", entry, (grid_q, grid_k, grid_v), {"mask": grid_mask},
-              params=sizes, grid="weights", name_zh="mask 网格（q = k = 0，V = I）"),
+        Probe(
+            "L = S = 7, random mask with an empty row",
+            entry,
+            (randn(B, H, S, d, seed=212), *qkv(213)[1:]),
+            {"mask": square},
+            params={**sizes, "L": S},
+            name_zh="L = S = 7，随机 mask，含一个空行",
+        ),
+        Probe(
+            "fully masked rows",
+            entry,
+            qkv(205),
+            {"mask": empty},
+            params=sizes,
+            name_zh="整行被遮掩",
+        ),
+        Probe(
+            "large logits (~1e4)",
+            entry,
+            qkv(206, scale=60.0),
+            {"mask": mask},
+            params=sizes,
+            name_zh="大 logits（约 1e4）",
+        ),
+        Probe(
+            "explicit scale=0.3",
+            entry,
+            qkv(207),
+            {"scale": 0.3},
+            params={**sizes, "scale": 0.3},
+            name_zh="显式 scale=0.3",
+        ),
+        Probe(
+            "float32 inputs",
+            entry,
+            tuple(t.float() for t in qkv(208)),
+            {"mask": mask},
+            params=sizes,
+            dtype=torch.float32,
+            name_zh="float32 输入",
+        ),
+        Probe(
+            "mask grid (q = k = 0, V = I)",
+            entry,
+            (grid_q, grid_k, grid_v),
+            {"mask": grid_mask},
+            params=sizes,
+            grid="weights",
+            name_zh="mask 网格（q = k = 0，V = I）",
+        ),
     ]
     if numpy:
         for p in probes:
@@ -131,9 +196,17 @@ def attention_probes(entry: str, *, numpy: bool = False) -> list[Probe]:
             p.kwargs = {k: _np(v) for k, v in p.kwargs.items()}
     else:
         grad_mask = with_empty_rows(strict_mask(B, 1, L, S, seed=104), [(0, 0, 1), (1, 0, 3)])
-        probes.append(Probe("gradients with fully masked rows", entry, qkv(209), {"mask": grad_mask},
-                            params=sizes, grad=((0, 1, 2), randn(B, H, L, dv, seed=210)),
-                            name_zh="含整行遮掩时的梯度"))
+        probes.append(
+            Probe(
+                "gradients with fully masked rows",
+                entry,
+                qkv(209),
+                {"mask": grad_mask},
+                params=sizes,
+                grad=((0, 1, 2), randn(B, H, L, dv, seed=210)),
+                name_zh="含整行遮掩时的梯度",
+            )
+        )
     return probes
 
 
@@ -183,13 +256,27 @@ def as_float32(probe: Probe) -> Probe:
     """The same probe with its float64 inputs in float32: for code that only takes float32
     (or float16) and would otherwise leave nothing to judge."""
     grad = (probe.grad[0], _cast(probe.grad[1], torch.float32)) if probe.grad is not None else None
-    return replace(probe, name=f"{probe.name} (float32)", name_zh=f"{probe.name_zh or probe.name}（float32）",
-                   args=_cast(probe.args, torch.float32), kwargs=_cast(probe.kwargs, torch.float32),
-                   dtype=torch.float32, grad=grad, repeat=False)
+    return replace(
+        probe,
+        name=f"{probe.name} (float32)",
+        name_zh=f"{probe.name_zh or probe.name}（float32）",
+        args=_cast(probe.args, torch.float32),
+        kwargs=_cast(probe.kwargs, torch.float32),
+        dtype=torch.float32,
+        grad=grad,
+        repeat=False,
+    )
 
 
-def resized(probe: Probe, *, L: int | None = None, S: int | None = None, dv: int | None = None,
-            label: str, label_zh: str) -> Probe:
+def resized(
+    probe: Probe,
+    *,
+    L: int | None = None,
+    S: int | None = None,
+    dv: int | None = None,
+    label: str,
+    label_zh: str,
+) -> Probe:
     """A probe of a function `entry(q, k, v, mask=..., ...)` over (..., L|S, d) inputs cut to
     L queries and S keys (the mask with them) and with dv = `dv` value columns (repeated
     from the first ones): the form of a probe for code that only takes, e.g., dv == d or L a
@@ -205,6 +292,12 @@ def resized(probe: Probe, *, L: int | None = None, S: int | None = None, dv: int
     if isinstance(kwargs.get("mask"), torch.Tensor):
         kwargs["mask"] = kwargs["mask"][..., :L, :S]
     params = {**probe.params, "L": L, "S": S, **({"dv": dv} if dv is not None else {})}
-    return replace(probe, name=f"{probe.name} ({label})", name_zh=f"{probe.name_zh or probe.name}（{label_zh}）",
-                   args=(q.contiguous(), k.contiguous(), v.contiguous(), *rest), kwargs=kwargs, params=params,
-                   repeat=False)
+    return replace(
+        probe,
+        name=f"{probe.name} ({label})",
+        name_zh=f"{probe.name_zh or probe.name}（{label_zh}）",
+        args=(q.contiguous(), k.contiguous(), v.contiguous(), *rest),
+        kwargs=kwargs,
+        params=params,
+        repeat=False,
+    )

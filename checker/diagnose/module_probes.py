@@ -38,7 +38,9 @@ def seeded(cls: type[nn.Module], crafts: Any = None) -> type[nn.Module]:
     """`cls` whose constructor re-initialises every parameter from the seed the diagnosis set
     just before building the reference (`torch.manual_seed(probe.seed)`), as the graders do;
     `crafts` ({seed: craft}, or one craft for GRID_SEED) then sets special probes' weights."""
-    table = crafts if isinstance(crafts, dict) else ({GRID_SEED: crafts} if crafts is not None else {})
+    table = (
+        crafts if isinstance(crafts, dict) else ({GRID_SEED: crafts} if crafts is not None else {})
+    )
 
     class Seeded(cls):  # type: ignore[valid-type, misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -140,8 +142,11 @@ class Knobs:
     unguarded: bool = False
 
     def label(self) -> str:
-        changed = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
-                   if getattr(self, f.name) != f.default]
+        changed = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) != f.default
+        ]
         return ", ".join(changed) or "reference"
 
 
@@ -174,8 +179,14 @@ def fill_value(fill: float | str, dtype: torch.dtype) -> float:
     return float(fill)
 
 
-def softmax(scores: torch.Tensor, how: str, dim: int, keep: torch.Tensor | None = None,
-            keep_how: str = "", guard: bool = True) -> torch.Tensor:
+def softmax(
+    scores: torch.Tensor,
+    how: str,
+    dim: int,
+    keep: torch.Tensor | None = None,
+    keep_how: str = "",
+    guard: bool = True,
+) -> torch.Tensor:
     """`keep` (with keep_how "exp-mul" / "exp-where"): the mask applied to the exponentials
     of the naive softmaxes instead of to the scores. `guard`: a zero sum divides by 1."""
     if how == "slot":
@@ -213,8 +224,15 @@ def softmax(scores: torch.Tensor, how: str, dim: int, keep: torch.Tensor | None 
     return weights / denom
 
 
-def core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, attn_mask: torch.Tensor | None,
-         causal: torch.Tensor | None, knobs: Knobs) -> torch.Tensor:
+def core(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float,
+    attn_mask: torch.Tensor | None,
+    causal: torch.Tensor | None,
+    knobs: Knobs,
+) -> torch.Tensor:
     """softmax(q @ k^T * scale, masked) @ v with the knobs' mistakes.
 
     attn_mask: the caller's "may attend" mask, broadcastable to the scores; causal: the
@@ -230,7 +248,9 @@ def core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, attn_m
     allowed = _and(attn_mask, causal)
     fill = fill_value(knobs.fill, scores.dtype)
     if mode == "flipped-ones":
-        allowed = _and(torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device), allowed)
+        allowed = _and(
+            torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device), allowed
+        )
     if allowed is not None:
         if mode in ("flipped-all", "flipped-ones"):
             scores = scores.masked_fill(allowed, fill)
@@ -244,7 +264,9 @@ def core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, attn_m
             scores = scores.masked_fill(~allowed, fill)
     keep = allowed if mode in ("exp-mul", "exp-where") else None
     if knobs.softmax_dtype == "float32":
-        weights = softmax(scores.float(), knobs.softmax, knobs.dim, keep, mode, not knobs.unguarded).to(scores.dtype)
+        weights = softmax(
+            scores.float(), knobs.softmax, knobs.dim, keep, mode, not knobs.unguarded
+        ).to(scores.dtype)
     else:
         weights = softmax(scores, knobs.softmax, knobs.dim, keep, mode, not knobs.unguarded)
     if mode == "after" and allowed is not None:
@@ -282,8 +304,14 @@ def expand_kv(t: torch.Tensor, heads: int, how: str) -> torch.Tensor:
 
 
 # -- MHA / MQA / GQA ----------------------------------------------------------------------------
-def family_forward(m: nn.Module, kv_heads: int, knobs: Knobs, x: torch.Tensor,
-                   attn_mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
+def family_forward(
+    m: nn.Module,
+    kv_heads: int,
+    knobs: Knobs,
+    x: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+) -> torch.Tensor:
     """The forward of reference/{mha,mqa,gqa}.py (H query heads, `kv_heads` KV heads) with the
     knobs' mistakes; `m` holds the reference's layers."""
     B, L, _ = x.shape
@@ -294,8 +322,13 @@ def family_forward(m: nn.Module, kv_heads: int, knobs: Knobs, x: torch.Tensor,
     # "repeat-k" / "repeat-v": only one of the two expanded in the wrong order.
     k = expand_kv(k, H, "repeat" if knobs.kv_order in ("repeat", "repeat-k") else "interleave")
     v = expand_kv(v, H, "repeat" if knobs.kv_order in ("repeat", "repeat-v") else "interleave")
-    scale = {"d": 1 / math.sqrt(d), "D": 1 / math.sqrt(H * d), "none": 1.0, "not-sqrt": 1 / d,
-             "inverted": math.sqrt(d)}[knobs.scale]
+    scale = {
+        "d": 1 / math.sqrt(d),
+        "D": 1 / math.sqrt(H * d),
+        "none": 1.0,
+        "not-sqrt": 1 / d,
+        "inverted": math.sqrt(d),
+    }[knobs.scale]
     causal = causal_allowed(L, L, knobs.causal, x.device) if is_causal else None
     y = core(q, k, v, scale, attn_mask, causal, knobs)
     y = merge_heads(y, B, L, knobs.merge)
@@ -308,8 +341,9 @@ def family_variant(base: type[nn.Module], kv_heads: Any, **changes: Any) -> type
     knobs = replace(Knobs(), **changes)
 
     class Variant(base):  # type: ignore[valid-type, misc]
-        def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None,
-                    is_causal: bool = False) -> torch.Tensor:
+        def forward(
+            self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, is_causal: bool = False
+        ) -> torch.Tensor:
             return family_forward(self, kv_heads(self), knobs, x, attn_mask, is_causal)
 
     Variant.__name__ = Variant.__qualname__ = f"{base.__name__}[{knobs.label()}]"
@@ -333,12 +367,17 @@ FAMILY_CRAFTS = {GRID_SEED: craft_identity_values, LARGE_SEED: craft_self_simila
 UNIFORM_FILLS: tuple[float | str, ...] = (-1e4, -1e9, -1e30, "min", "min32")
 
 
-def uniform_family(softmax_knob: str, softmax: str, mask_knob: str = "mask_mode",
-                   add: str = "add-big") -> list[dict[str, Any]]:
+def uniform_family(
+    softmax_knob: str, softmax: str, mask_knob: str = "mask_mode", add: str = "add-big"
+) -> list[dict[str, Any]]:
     """The knob settings of `fully-masked-row-uniform` for a mutant whose softmax knob is
     `softmax_knob` (set to the unguarded `softmax`) and whose mask knob is `mask_knob`."""
     return [
-        *({"fill": c, softmax_knob: softmax, mask_knob: mode} for c in UNIFORM_FILLS for mode in ("fill", add)),
+        *(
+            {"fill": c, softmax_knob: softmax, mask_knob: mode}
+            for c in UNIFORM_FILLS
+            for mode in ("fill", add)
+        ),
         *({"fill": c, softmax_knob: softmax, "softmax_dtype": "float32"} for c in ("min32", -1e9)),
     ]
 
@@ -354,41 +393,73 @@ FAMILY_MISTAKES: dict[str, list[dict[str, Any]]] = {
     "missing-scale": [{"scale": "none"}],
     "scale-not-sqrt": [{"scale": "not-sqrt"}],
     "scale-inverted": [{"scale": "inverted"}],
-    "softmax-wrong-dim": [*({"dim": dim, "softmax": how} for dim in (-2, 1) for how in ("torch", "safe", "torch-guarded")),
-                          {"dim": -2, "softmax": "slot", "mask": "exp-mul"}],
+    "softmax-wrong-dim": [
+        *(
+            {"dim": dim, "softmax": how}
+            for dim in (-2, 1)
+            for how in ("torch", "safe", "torch-guarded")
+        ),
+        {"dim": -2, "softmax": "slot", "mask": "exp-mul"},
+    ],
     # Guarded spellings only: an unguarded exp / sum also turns an empty row into 0 / 0, which
     # is `fully-masked-row-nan` as well (its `unguarded` variant pairs with these).
-    "unstable-softmax": [*({"softmax": "naive-guarded", "mask": mode} for mode in ("fill", "exp-mul", "exp-where")),
-                         {"softmax": "naive-global"}],
+    "unstable-softmax": [
+        *({"softmax": "naive-guarded", "mask": mode} for mode in ("fill", "exp-mul", "exp-where")),
+        {"softmax": "naive-global"},
+    ],
     "causal-mask-inverted": [{"causal": "triu+1"}, {"causal": "triu"}],
     "causal-mask-excludes-diagonal": [{"causal": "tril-1"}],
     "causal-mask-leaks-future": [{"causal": "tril+1"}],
-    "mask-polarity-flipped": [{"mask": mode, "softmax": how} for mode in ("flipped", "flipped-all", "flipped-ones")
-                              for how in ("safe", "torch")],
+    "mask-polarity-flipped": [
+        {"mask": mode, "softmax": how}
+        for mode in ("flipped", "flipped-all", "flipped-ones")
+        for how in ("safe", "torch")
+    ],
     "mask-ignored": [{"mask": "ignored"}, {"mask": "ignored-all"}],
     "mask-added-as-float": [{"mask": "added"}, {"mask": "added", "softmax": "torch"}],
     "mask-applied-after-softmax": [{"mask": "after", "softmax": "torch"}],
     # An additive 0 / -inf mask lets the NaN reach the gradients too (masked_fill does not).
-    "fully-masked-row-nan": [{"softmax": "torch"}, {"mask": "add-inf", "softmax": "torch"}, {"unguarded": True}],
+    "fully-masked-row-nan": [
+        {"softmax": "torch"},
+        {"mask": "add-inf", "softmax": "torch"},
+        {"unguarded": True},
+    ],
     "fully-masked-row-uniform": UNIFORM_FAMILY,
     # Filling with -inf zeroes the NaN's gradient in masked_fill's backward: only an additive
     # -inf mask lets it through to q and k.
-    "fully-masked-row-nan-gradient": [{"mask": "add-inf", "softmax": "torch", "hide_nan": how}
-                                      for how in ("nan_to_num", "where")],
+    "fully-masked-row-nan-gradient": [
+        {"mask": "add-inf", "softmax": "torch", "hide_nan": how} for how in ("nan_to_num", "where")
+    ],
     "padding-mask-wrong-axis": [{"mask": "transposed"}],
 }
 
 
-def family_mutants(base: type[nn.Module], kv_heads: Any, extra: dict[str, list[dict[str, Any]]] | None = None,
-                   skip: tuple[str, ...] = ()) -> dict[str, list[type[nn.Module]]]:
+def family_mutants(
+    base: type[nn.Module],
+    kv_heads: Any,
+    extra: dict[str, list[dict[str, Any]]] | None = None,
+    skip: tuple[str, ...] = (),
+) -> dict[str, list[type[nn.Module]]]:
     table = {**FAMILY_MISTAKES, **(extra or {})}
-    return {mid: [family_variant(base, kv_heads, **knobs) for knobs in variants]
-            for mid, variants in table.items() if mid not in skip}
+    return {
+        mid: [family_variant(base, kv_heads, **knobs) for knobs in variants]
+        for mid, variants in table.items()
+        if mid not in skip
+    }
 
 
-def family_probes(entry: str, *, B: int, L: int, H: int, d: int, Hkv: int | None = None,
-                  init: tuple[tuple, dict[str, Any]], grid_init: tuple[tuple, dict[str, Any]] | None = None,
-                  grid_sizes: dict[str, Any] | None = None) -> list[Probe]:
+def family_probes(
+    entry: str,
+    *,
+    B: int,
+    L: int,
+    H: int,
+    d: int,
+    Hkv: int | None = None,
+    init: tuple[tuple, dict[str, Any]],
+    grid_init: tuple[tuple, dict[str, Any]] | None = None,
+    grid_sizes: dict[str, Any] | None = None,
+) -> list[Probe]:
     """Probes of the self-attention modules: x (B, L, D) with the masks the contract allows.
 
     Every mask keeps at least one key and hides at least one in each row (no accidental
@@ -407,7 +478,16 @@ def family_probes(entry: str, *, B: int, L: int, H: int, d: int, Hkv: int | None
         return (randn(B, L, D, seed=seed, scale=scale),)
 
     def probe(name: str, args: tuple, kwargs: dict[str, Any] | None = None, **more: Any) -> Probe:
-        return Probe(name, entry, args, kwargs or {}, params=sizes, init=init, seed=more.pop("seed", 7), **more)
+        return Probe(
+            name,
+            entry,
+            args,
+            kwargs or {},
+            params=sizes,
+            init=init,
+            seed=more.pop("seed", 7),
+            **more,
+        )
 
     mask = strict_mask(B, 1, L, L, seed=301)
     with_diag = strict_mask(B, 1, L, L, seed=302) | torch.eye(L, dtype=torch.bool)
@@ -425,22 +505,49 @@ def family_probes(entry: str, *, B: int, L: int, H: int, d: int, Hkv: int | None
         probe("is_causal", x(405), {"is_causal": True}),
         probe("attn_mask and is_causal", x(406), {"attn_mask": with_diag, "is_causal": True}),
         probe("fully masked rows", x(407), {"attn_mask": empty}),
-        probe("large logits (q = k = x * 40)", x(408, scale=40.0), {"attn_mask": with_diag}, seed=LARGE_SEED),
-        probe("float32, attn_mask and is_causal", tuple(t.float() for t in x(409)),
-              {"attn_mask": with_diag, "is_causal": True}, dtype=torch.float32),
-        probe("other weights, padding mask and is_causal", x(410), {"attn_mask": padding, "is_causal": True},
-              seed=8),
-        probe("gradient w.r.t. x, a fully padded batch row", x(411), {"attn_mask": padded_out},
-              grad=((0,), randn(B, L, D, seed=412))),
+        probe(
+            "large logits (q = k = x * 40)",
+            x(408, scale=40.0),
+            {"attn_mask": with_diag},
+            seed=LARGE_SEED,
+        ),
+        probe(
+            "float32, attn_mask and is_causal",
+            tuple(t.float() for t in x(409)),
+            {"attn_mask": with_diag, "is_causal": True},
+            dtype=torch.float32,
+        ),
+        probe(
+            "other weights, padding mask and is_causal",
+            x(410),
+            {"attn_mask": padding, "is_causal": True},
+            seed=8,
+        ),
+        probe(
+            "gradient w.r.t. x, a fully padded batch row",
+            x(411),
+            {"attn_mask": padded_out},
+            grad=((0,), randn(B, L, D, seed=412)),
+        ),
     ]
     if grid_init is not None:
         assert grid_sizes is not None
         n, width = grid_sizes["L"], grid_sizes["D"]
-        grid_mask = with_empty_rows(strict_mask(2, 1, n, n, seed=305, p=0.7) | torch.eye(n, dtype=torch.bool),
-                                    [(0, 0, 2)])
-        out.append(Probe("mask grid (q = k = 0, V = I): attn_mask with an empty row, and is_causal", entry,
-                         (one_hot_inputs(2, n, width),), {"attn_mask": grid_mask, "is_causal": True},
-                         params={**sizes, **grid_sizes}, init=grid_init, seed=GRID_SEED, grid="weights"))
+        grid_mask = with_empty_rows(
+            strict_mask(2, 1, n, n, seed=305, p=0.7) | torch.eye(n, dtype=torch.bool), [(0, 0, 2)]
+        )
+        out.append(
+            Probe(
+                "mask grid (q = k = 0, V = I): attn_mask with an empty row, and is_causal",
+                entry,
+                (one_hot_inputs(2, n, width),),
+                {"attn_mask": grid_mask, "is_causal": True},
+                params={**sizes, **grid_sizes},
+                init=grid_init,
+                seed=GRID_SEED,
+                grid="weights",
+            )
+        )
     return out
 
 
@@ -466,7 +573,9 @@ def kv_head_map(reference: nn.Module, x: torch.Tensor, out: Any) -> list[int | s
         ref = {n: p.detach().double() for n, p in reference.state_dict().items()}
 
         def proj(name: str, heads: int) -> torch.Tensor:
-            t = x64 @ ref[f"{name}.weight"].T + (ref[f"{name}.bias"] if f"{name}.bias" in ref else 0)
+            t = x64 @ ref[f"{name}.weight"].T + (
+                ref[f"{name}.bias"] if f"{name}.bias" in ref else 0
+            )
             return t.view(B, L, heads, d).transpose(1, 2)
 
         q, k, v = proj("q_proj", H), proj("k_proj", Hkv), proj("v_proj", Hkv)

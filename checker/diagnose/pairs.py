@@ -78,9 +78,15 @@ class Pair:
     shown: dict[str, list[str]]  # id -> probes on which it changes the output alone
 
 
-def search(probes: list[Probe], cand: list[Observed], ref: list[Observed],
-           outs: dict[str, list[list[Observed]]], variants: dict[str, list[dict[str, Any]]],
-           subject: Any, budget_s: float) -> Pair | None:
+def search(
+    probes: list[Probe],
+    cand: list[Observed],
+    ref: list[Observed],
+    outs: dict[str, list[list[Observed]]],
+    variants: dict[str, list[dict[str, Any]]],
+    subject: Any,
+    budget_s: float,
+) -> Pair | None:
     """The first pair of mistakes (different ids) whose combined variant matches `cand` on
     every probe; `outs[id][variant]` are the single mutants' observations on `probes`."""
     t0 = time.perf_counter()
@@ -99,7 +105,9 @@ def search(probes: list[Probe], cand: list[Observed], ref: list[Observed],
             sig = [differs_kept(m, r, n) for m, r, n in zip(obs, ref, sizes, strict=True)]
             exp = [differs(c, m, n) for c, m, n in zip(cand, obs, sizes, strict=True)]
             changes[(mid, vi)] = [bool(x.any()) for x in sig]
-            share = sum(int((s & ~e & d).sum()) for s, e, d in zip(sig, exp, dev, strict=True)) / total
+            share = (
+                sum(int((s & ~e & d).sum()) for s, e, d in zip(sig, exp, dev, strict=True)) / total
+            )
             if share > 0:
                 left = [i for i, e in enumerate(exp) if e.any()]
                 ranked.append((share, mid, vi, left))
@@ -123,14 +131,26 @@ def search(probes: list[Probe], cand: list[Observed], ref: list[Observed],
                 if both is None:
                     continue
                 if _reproduces(both, probes, cand, sizes, subject, order=left):
-                    shown = {m: [p.name for p, r, o, n in zip(probes, ref, outs[m][i], sizes, strict=True)
-                                 if differs_kept(o, r, n).any()] for m, i in ((mid, vi), (other, oi))}
+                    shown = {
+                        m: [
+                            p.name
+                            for p, r, o, n in zip(probes, ref, outs[m][i], sizes, strict=True)
+                            if differs_kept(o, r, n).any()
+                        ]
+                        for m, i in ((mid, vi), (other, oi))
+                    }
                     return Pair((mid, vi), (other, oi), shown)
     return None
 
 
-def _reproduces(variant: dict[str, Any], probes: list[Probe], cand: list[Observed], sizes: list[int],
-                subject: Any, order: list[int]) -> bool:
+def _reproduces(
+    variant: dict[str, Any],
+    probes: list[Probe],
+    cand: list[Observed],
+    sizes: list[int],
+    subject: Any,
+    order: list[int],
+) -> bool:
     """The combined variant equals the candidate on every probe (the decisive ones first)."""
     rest = [i for i in range(len(probes)) if i not in order]
     for i in [*order, *rest]:
@@ -151,5 +171,3 @@ def explained_share(cand: list[Observed], ref: list[Observed], outs: list[Observ
         total += int(d.sum())
         explained += int((x & d).sum())
     return explained / total if total else 0.0
-
-

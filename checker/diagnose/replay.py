@@ -16,7 +16,9 @@ from attnkata.checker.local import LocalCandidate
 from attnkata.checker.models import PASS, SKIP, TestResult
 
 
-def failing_tests(kata: Kata, path: Path, variant: dict[str, Any], reference: Any, tests: list[str]) -> set[str] | None:
+def failing_tests(
+    kata: Kata, path: Path, variant: dict[str, Any], reference: Any, tests: list[str]
+) -> set[str] | None:
     """Which of `tests` (ids as in TestResult) the mutant fails; None when the grader could
     not be run that way."""
     import pytest

@@ -45,8 +45,6 @@ class Observed:
         return self.error is None
 
 
-
-
 @contextlib.contextmanager
 def one_thread() -> Iterator[None]:
     """Torch on one intra-op thread: probe tensors are tiny, and with several threads on a
@@ -85,12 +83,22 @@ def call_local(fn: Any, probe: Probe) -> Observed:
                     second = fn(*clone_tree(probe.args), **clone_tree(probe.kwargs))
         except Exception as exc:  # noqa: BLE001 - a mutant that raises is an observation
             return Observed(error=(type(exc).__name__, str(exc)))
-    mutated = [f"argument {i}" for i, (b, a) in enumerate(zip(pristine[0], args, strict=True))
-               if probe.grad is None and not unchanged(b, a)]
+    mutated = [
+        f"argument {i}"
+        for i, (b, a) in enumerate(zip(pristine[0], args, strict=True))
+        if probe.grad is None and not unchanged(b, a)
+    ]
     mutated += [f"argument {k!r}" for k, b in pristine[1].items() if not unchanged(b, kwargs[k])]
-    return Observed(value=value, mutated=mutated, second=second, seconds=time.perf_counter() - t0,
-                    warnings=[{"category": w.category.__name__, "message": str(w.message)[:300], "line": None}
-                              for w in caught])
+    return Observed(
+        value=value,
+        mutated=mutated,
+        second=second,
+        seconds=time.perf_counter() - t0,
+        warnings=[
+            {"category": w.category.__name__, "message": str(w.message)[:300], "line": None}
+            for w in caught
+        ],
+    )
 
 
 class FunctionSubject:
@@ -109,25 +117,42 @@ class FunctionSubject:
         try:
             if probe.grad is not None:
                 wrt, grad_output = probe.grad
-                out = candidate.call(probe.entry, probe.args, probe.kwargs, grad_wrt=wrt, grad_output=grad_output)
+                out = candidate.call(
+                    probe.entry, probe.args, probe.kwargs, grad_wrt=wrt, grad_output=grad_output
+                )
                 value: Any = tuple(out.grads)
             else:
                 out = candidate.call(probe.entry, probe.args, probe.kwargs)
                 value = out.value
-            second = candidate.call(probe.entry, probe.args, probe.kwargs).value if probe.repeat else None
+            second = (
+                candidate.call(probe.entry, probe.args, probe.kwargs).value
+                if probe.repeat
+                else None
+            )
         except CandidateFailure as exc:
-            return Observed(error=(exc.exc_type or type(exc).__name__, exc.exc_message or exc.message), failure=exc)
-        return Observed(value=value, mutated=out.mutated, warnings=out.warnings, trace=out.trace,
-                        second=second, seconds=out.seconds)
+            return Observed(
+                error=(exc.exc_type or type(exc).__name__, exc.exc_message or exc.message),
+                failure=exc,
+            )
+        return Observed(
+            value=value,
+            mutated=out.mutated,
+            warnings=out.warnings,
+            trace=out.trace,
+            second=second,
+            seconds=out.seconds,
+        )
 
 
 def _forward_only(cls: type, reference_cls: type) -> bool:
     """True when `cls` differs from the reference's class only in methods other than
     __init__ (so its parameters are laid out exactly like the reference's)."""
-    base = next((b for b in reference_cls.__mro__[1:] if issubclass(cls, b) and b is not object), None)
+    base = next(
+        (b for b in reference_cls.__mro__[1:] if issubclass(cls, b) and b is not object), None
+    )
     if base is None or not issubclass(cls, torch.nn.Module):
         return False
-    return all("__init__" not in k.__dict__ for k in cls.__mro__[:cls.__mro__.index(base)])
+    return all("__init__" not in k.__dict__ for k in cls.__mro__[: cls.__mro__.index(base)])
 
 
 def _rebind(cls: type, reference: torch.nn.Module) -> torch.nn.Module:
@@ -147,12 +172,20 @@ class ModuleSubject:
         self.load_mutant = load_mutant
         self._refs: dict[tuple, torch.nn.Module] = {}
         self._remote: dict[tuple, RemoteModule] = {}
-        self.mappings: dict[tuple, tuple[Candidate, int, Any]] = {}  # key -> (candidate, generation, WeightMapping)
+        self.mappings: dict[
+            tuple, tuple[Candidate, int, Any]
+        ] = {}  # key -> (candidate, generation, WeightMapping)
         self.force_layouts: dict[str, str] = {}  # {fused layer: layout} loaded without a trial
 
     def _key(self, probe: Probe) -> tuple:
         init_args, init_kwargs = probe.init or ((), {})
-        return (probe.entry, repr(init_args), repr(sorted(init_kwargs.items())), probe.seed, str(probe.dtype))
+        return (
+            probe.entry,
+            repr(init_args),
+            repr(sorted(init_kwargs.items())),
+            probe.seed,
+            str(probe.dtype),
+        )
 
     def _remote_key(self, probe: Probe) -> tuple:
         return (*self._key(probe), repr(sorted(self.force_layouts.items())))
@@ -210,12 +243,21 @@ class ModuleSubject:
             remote = self._remote.get(key)
             # The spec (and this cache) outlives one candidate: a module built by another
             # candidate, even of the same generation, lives in a child that is gone.
-            if remote is None or remote.candidate is not candidate or remote.generation != candidate.generation:
+            if (
+                remote is None
+                or remote.candidate is not candidate
+                or remote.generation != candidate.generation
+            ):
                 init_args, init_kwargs = probe.init or ((), {})
                 remote = candidate.new(probe.entry, init_args, init_kwargs, dtype=probe.dtype)
                 stage = "weights"
-                mapping = load_reference_weights(remote, self.reference_module(probe), case=probe.name,
-                                                 dtype=probe.dtype, force=self.force_layouts)
+                mapping = load_reference_weights(
+                    remote,
+                    self.reference_module(probe),
+                    case=probe.name,
+                    dtype=probe.dtype,
+                    force=self.force_layouts,
+                )
                 self.mappings[key] = (candidate, candidate.generation, mapping)
                 self._remote[key] = remote
             stage = "call"
@@ -228,9 +270,18 @@ class ModuleSubject:
                 value = out.value
             second = remote.call(probe.args, probe.kwargs).value if probe.repeat else None
         except CandidateFailure as exc:
-            return Observed(error=(exc.exc_type or type(exc).__name__, exc.exc_message or exc.message), failure=exc,
-                            stage="init" if stage == "weights" else stage)
+            return Observed(
+                error=(exc.exc_type or type(exc).__name__, exc.exc_message or exc.message),
+                failure=exc,
+                stage="init" if stage == "weights" else stage,
+            )
         except AssertionError as exc:  # the weights did not fit the candidate's module
             return Observed(error=("AssertionError", str(exc)), stage="weights")
-        return Observed(value=value, mutated=out.mutated, warnings=out.warnings, trace=out.trace,
-                        second=second, seconds=out.seconds)
+        return Observed(
+            value=value,
+            mutated=out.mutated,
+            warnings=out.warnings,
+            trace=out.trace,
+            second=second,
+            seconds=out.seconds,
+        )

@@ -64,11 +64,18 @@ def instantiate(kata_id: str, fu: FollowUp, seed: int) -> dict[str, Any]:
     """One question as asked in this session (plain JSON: it is stored in session.json)."""
     rng = random.Random(f"{seed}:{kata_id}:{fu.id}")
     q: dict[str, Any] = {
-        "id": f"{kata_id}.{fu.id}", "kata": kata_id, "kind": fu.kind,
+        "id": f"{kata_id}.{fu.id}",
+        "kata": kata_id,
+        "kind": fu.kind,
         "prompt": {"en": fu.prompt.en, "zh": fu.prompt.zh},
         "answer": {"en": fu.answer.en, "zh": fu.answer.zh} if fu.answer else None,
-        "options": [], "correct": None, "order": None, "params": {}, "expected": None,
-        "tolerance": fu.tolerance, "unit": fu.unit,
+        "options": [],
+        "correct": None,
+        "order": None,
+        "params": {},
+        "expected": None,
+        "tolerance": fu.tolerance,
+        "unit": fu.unit,
     }
     if fu.kind == "numeric":
         values = {name: rng.choice(choices) for name, choices in sorted(fu.params.items())}
@@ -143,7 +150,11 @@ def parse_choice(q: dict[str, Any], raw: Any) -> int:
 
 def parse_order(q: dict[str, Any], raw: Any) -> list[int]:
     n = len(q["options"])
-    tokens = [str(x) for x in raw] if isinstance(raw, list) else re.split(r"[\s,;>/-]+", str(raw).strip())
+    tokens = (
+        [str(x) for x in raw]
+        if isinstance(raw, list)
+        else re.split(r"[\s,;>/-]+", str(raw).strip())
+    )
     tokens = [x for x in tokens if x.strip()]
     if len(tokens) == 1 and len(tokens[0]) == n and tokens[0].isalpha():
         tokens = list(tokens[0])  # "cabed"
@@ -166,7 +177,9 @@ def parse_rating(raw: Any) -> int:
 def expected_text(q: dict[str, Any], lang: str) -> str:
     if q["kind"] == "numeric":
         value = q["expected"]
-        text = f"{value:,.0f}" if float(value).is_integer() and abs(value) < 1e15 else f"{value:.6g}"
+        text = (
+            f"{value:,.0f}" if float(value).is_integer() and abs(value) < 1e15 else f"{value:.6g}"
+        )
         if abs(value) >= 1e5:
             text += f" (≈ {value:.3g})"
         return f"{text} {q['unit']}".strip()
@@ -179,8 +192,13 @@ def expected_text(q: dict[str, Any], lang: str) -> str:
 
 def grade(q: dict[str, Any], raw: Any) -> dict[str, Any]:
     """Score one answer. Unreadable answers score 0 with the reason (never raise)."""
-    out: dict[str, Any] = {"id": q["id"], "max": MAX_POINTS, "points": 0, "given": raw,
-                           "expected": {lang: expected_text(q, lang) for lang in ("en", "zh")}}
+    out: dict[str, Any] = {
+        "id": q["id"],
+        "max": MAX_POINTS,
+        "points": 0,
+        "given": raw,
+        "expected": {lang: expected_text(q, lang) for lang in ("en", "zh")},
+    }
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return out | {"status": "unanswered", "feedback": both("mock.fb_unanswered")}
     try:
@@ -197,19 +215,31 @@ def _grade(q: dict[str, Any], raw: Any) -> dict[str, Any]:
         if rel <= q["tolerance"]:
             return {"points": 2, "status": "correct", "feedback": both("mock.fb_correct")}
         if rel <= CLOSE:
-            return {"points": 1, "status": "partial", "feedback": both("mock.fb_close", pct=f"{rel:.1%}")}
+            return {
+                "points": 1,
+                "status": "partial",
+                "feedback": both("mock.fb_close", pct=f"{rel:.1%}"),
+            }
         ratio = given / expected if expected else 0.0
-        for factor, key in ((2.0, "mock.fb_factor2"), (1024.0, "mock.fb_units"), (1000.0, "mock.fb_units")):
+        for factor, key in (
+            (2.0, "mock.fb_factor2"),
+            (1024.0, "mock.fb_units"),
+            (1000.0, "mock.fb_units"),
+        ):
             for k in (1, 2, 3) if factor > 2 else (1,):
-                f = factor ** k
+                f = factor**k
                 if any(abs(ratio - r) / r <= max(q["tolerance"], 1e-3) for r in (f, 1 / f)):
                     return {"points": 0, "status": "wrong", "feedback": both(key)}
         return {"points": 0, "status": "wrong", "feedback": both("mock.fb_wrong")}
     if kind == "choice":
         idx = parse_choice(q, raw)
         ok = idx == q["correct"]
-        return {"points": 2 if ok else 0, "status": "correct" if ok else "wrong", "choice": idx,
-                "feedback": both("mock.fb_correct" if ok else "mock.fb_wrong")}
+        return {
+            "points": 2 if ok else 0,
+            "status": "correct" if ok else "wrong",
+            "choice": idx,
+            "feedback": both("mock.fb_correct" if ok else "mock.fb_wrong"),
+        }
     if kind == "order":
         order = parse_order(q, raw)
         right = sum(a == b for a, b in zip(order, q["order"], strict=True))
@@ -222,13 +252,26 @@ def _grade(q: dict[str, Any], raw: Any) -> dict[str, Any]:
     text, rating = raw, None
     if isinstance(raw, dict):
         text, rating = raw.get("answer", ""), raw.get("rating")
-    elif (isinstance(raw, int) and not isinstance(raw, bool)) or str(raw).strip() in ("0", "1", "2"):
+    elif (isinstance(raw, int) and not isinstance(raw, bool)) or str(raw).strip() in (
+        "0",
+        "1",
+        "2",
+    ):
         text, rating = "", raw
     if rating is None:
-        return {"points": 0, "status": "unrated", "answer_text": str(text), "feedback": both("mock.fb_unrated")}
+        return {
+            "points": 0,
+            "status": "unrated",
+            "answer_text": str(text),
+            "feedback": both("mock.fb_unrated"),
+        }
     rating = parse_rating(rating)
-    return {"points": rating, "status": "rated", "answer_text": str(text or ""),
-            "feedback": both("mock.fb_rated", n=rating)}
+    return {
+        "points": rating,
+        "status": "rated",
+        "answer_text": str(text or ""),
+        "feedback": both("mock.fb_rated", n=rating),
+    }
 
 
 def load_answers(path: Path) -> dict[str, Any]:
@@ -241,8 +284,9 @@ def load_answers(path: Path) -> dict[str, Any]:
         data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
-        raise UsageError(f"{path} is not valid {kind}: {exc}",
-                         'expected {"question-id": answer, ...}') from None
+        raise UsageError(
+            f"{path} is not valid {kind}: {exc}", 'expected {"question-id": answer, ...}'
+        ) from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a table of question id -> answer")
     return _flatten(data)
@@ -276,6 +320,8 @@ def match_answers(questions: list[dict[str, Any]], answers: dict[str, Any]) -> d
         else:
             unknown.append(key)
     if unknown:
-        raise UsageError(f"the answers file names unknown question(s): {', '.join(unknown)}",
-                         f"this session's questions: {', '.join(by_id) or 'none'}")
+        raise UsageError(
+            f"the answers file names unknown question(s): {', '.join(unknown)}",
+            f"this session's questions: {', '.join(by_id) or 'none'}",
+        )
     return out

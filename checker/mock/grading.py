@@ -31,7 +31,14 @@ def check_result(kata_id: str, path: Path, lang: str, limits: Any = None) -> Any
     from attnkata.checker.runner import check
 
     # keep_session: the live screen's worker re-checks on every save (checker/driver.py).
-    return check(catalog.get_kata(kata_id), path, limits=limits, lang=lang, policy="enforce", keep_session=True)
+    return check(
+        catalog.get_kata(kata_id),
+        path,
+        limits=limits,
+        lang=lang,
+        policy="enforce",
+        keep_session=True,
+    )
 
 
 def check_file(kata_id: str, path: Path, lang: str, limits: Any = None) -> dict[str, Any]:
@@ -39,8 +46,9 @@ def check_file(kata_id: str, path: Path, lang: str, limits: Any = None) -> dict[
     return jsonable(check_result(kata_id, path, lang, limits).to_dict())
 
 
-def grade_session(folder: Path, *, progress: Callable[[str], None] | None = None,
-                  limits: Any = None) -> Session:
+def grade_session(
+    folder: Path, *, progress: Callable[[str], None] | None = None, limits: Any = None
+) -> Session:
     """Grade the snapshot of a submitted session, record the attempts, draw the follow-ups."""
     s = sess.load(folder)
     if s.state != sess.SUBMITTED:
@@ -63,13 +71,27 @@ def grade_session(folder: Path, *, progress: Callable[[str], None] | None = None
                 # start is one, and a pass is dated when the clock first saw it (the card's
                 # "first pass"), not at submission (which read as "to pass 0s").
                 h.record_event(p.kata, "start", {"session": s.id}, ts=s.started)
-                passed_at = p.first_pass if result["status"] == "pass" and p.first_pass else s.submitted
-                h.record_attempt(p.kata, result["status"], summary["passed"], summary["total"], seconds,
-                                 str(s.snapshot_path(p)),
-                                 [d["id"] for d in result["diagnostics"] if d["severity"] == "essential"],
-                                 mode="mock", session=s.id, ts=passed_at)
-        s.questions = [q for p in s.problems if sess.attempted(s, p)
-                       for q in followups.questions_for(catalog.get_kata(p.kata), s.seed)]
+                passed_at = (
+                    p.first_pass if result["status"] == "pass" and p.first_pass else s.submitted
+                )
+                h.record_attempt(
+                    p.kata,
+                    result["status"],
+                    summary["passed"],
+                    summary["total"],
+                    seconds,
+                    str(s.snapshot_path(p)),
+                    [d["id"] for d in result["diagnostics"] if d["severity"] == "essential"],
+                    mode="mock",
+                    session=s.id,
+                    ts=passed_at,
+                )
+        s.questions = [
+            q
+            for p in s.problems
+            if sess.attempted(s, p)
+            for q in followups.questions_for(catalog.get_kata(p.kata), s.seed)
+        ]
         s.state = sess.FOLLOWUPS if s.questions else sess.DONE
         s.card = scorecard.build(s)
     write_card_files(s)
@@ -80,7 +102,9 @@ def answer(folder: Path, answers: dict[str, Any], *, finalize: bool) -> Session:
     """Grade answers ({question id: raw answer}); `finalize` scores the unanswered ones 0."""
     with sess.mutate(folder) as s:
         if s.state != sess.FOLLOWUPS:
-            raise UsageError(f"session {s.id} is not waiting for follow-up answers (state: {s.state})")
+            raise UsageError(
+                f"session {s.id} is not waiting for follow-up answers (state: {s.state})"
+            )
         by_id = {q["id"]: q for q in s.questions}
         for qid, raw in followups.match_answers(s.questions, answers).items():
             s.answers[qid] = followups.grade(by_id[qid], raw)
@@ -112,4 +136,6 @@ def write_card_files(s: Session) -> None:
     if s.card is None:
         return
     (s.folder / "scorecard.md").write_text(scorecard.to_markdown(s.card, s.lang), encoding="utf-8")
-    (s.folder / "scorecard.json").write_text(json.dumps(s.card, ensure_ascii=False, indent=2), encoding="utf-8")
+    (s.folder / "scorecard.json").write_text(
+        json.dumps(s.card, ensure_ascii=False, indent=2), encoding="utf-8"
+    )

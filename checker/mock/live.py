@@ -26,6 +26,7 @@ from attnkata.checker.mock.session import Session
 
 QUIT, SUBMIT, DEADLINE, ELSEWHERE = "quit", "submit", "deadline", "elsewhere"
 
+
 def clock_text(seconds: float) -> str:
     seconds = max(0, int(seconds))
     h, rest = divmod(seconds, 3600)
@@ -49,9 +50,15 @@ class Grader:
         with open(self.log, "ab") as log:
             # Its own session: Ctrl-C in the terminal is for the screen, not for a running check.
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "attnkata.checker.mock.worker"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=log, text=True, encoding="utf-8", bufsize=1,
-                start_new_session=True)
+                [sys.executable, "-m", "attnkata.checker.mock.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                encoding="utf-8",
+                bufsize=1,
+                start_new_session=True,
+            )
         self.ready.clear()
         self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
         self._reader.start()
@@ -66,7 +73,9 @@ class Grader:
                 self.ready.set()
             else:
                 self.replies.put(reply)
-        self.replies.put({"ok": False, "dead": True, "error": f"the grading process ended (log: {self.log})"})
+        self.replies.put(
+            {"ok": False, "dead": True, "error": f"the grading process ended (log: {self.log})"}
+        )
 
     @property
     def alive(self) -> bool:
@@ -126,8 +135,9 @@ class Watcher:
     def _run(self) -> None:
         from watchfiles import watch
 
-        for changes in watch(self.folder, stop_event=self.stop, debounce=300, recursive=False,
-                             raise_interrupt=False):
+        for changes in watch(
+            self.folder, stop_event=self.stop, debounce=300, recursive=False, raise_interrupt=False
+        ):
             for _, raw in changes:
                 path = Path(raw).resolve()
                 if path in self.files:
@@ -261,13 +271,17 @@ class Controller:
             else:
                 self.confirm = "s"
                 left = clock_text(self.s.remaining())
-                self.message = Message(msg("mock.screen.submit_confirm", self.lang, left=left), style="yellow")
+                self.message = Message(
+                    msg("mock.screen.submit_confirm", self.lang, left=left), style="yellow"
+                )
         elif key == "h":
             if confirm == "h":
                 self.hint()
             else:
                 self.confirm = "h"
-                self.message = Message(msg("mock.screen.hint_confirm", self.lang, cost=HINT_COST), style="yellow")
+                self.message = Message(
+                    msg("mock.screen.hint_confirm", self.lang, cost=HINT_COST), style="yellow"
+                )
         elif key == "c":
             self.check(self.selected)
         elif key in ("n", "down", "right", "\t"):
@@ -308,7 +322,9 @@ class Controller:
             with sess.mutate(self.folder) as s:
                 path = sess.take_checkpoint(s, s.problems[index], sess.now())
         except UsageError:
-            self.message = Message(msg("mock.screen.file_missing", self.lang, file=p.file), style="red")
+            self.message = Message(
+                msg("mock.screen.file_missing", self.lang, file=p.file), style="red"
+            )
             return
         self.s = s
         self._stamp = self._mtime()
@@ -321,10 +337,16 @@ class Controller:
         got = sess.take_hint(self.folder, kata)
         self._reload()
         if got is None:
-            self.message = Message(msg("mock.screen.no_more_hints", self.lang, kata=kata), style="yellow")
+            self.message = Message(
+                msg("mock.screen.no_more_hints", self.lang, kata=kata), style="yellow"
+            )
             return
         p, _, text = got
-        self.message = Message(msg("mock.screen.hint", self.lang, kata=kata, n=len(p.hints), cost=HINT_COST), text, "cyan")
+        self.message = Message(
+            msg("mock.screen.hint", self.lang, kata=kata, n=len(p.hints), cost=HINT_COST),
+            text,
+            "cyan",
+        )
 
     def submit(self, reason: str = "manual") -> None:
         with sess.mutate(self.folder) as s:
@@ -348,7 +370,10 @@ class Controller:
             if kata is None:
                 continue
             if not reply.get("ok"):
-                self.message = Message(msg("mock.screen.grader_failed", self.lang, error=reply.get("error")), style="red")
+                self.message = Message(
+                    msg("mock.screen.grader_failed", self.lang, error=reply.get("error")),
+                    style="red",
+                )
                 continue
             result = reply["result"]
             with sess.mutate(self.folder) as s:
@@ -356,12 +381,17 @@ class Controller:
                     continue
                 p = s.problem(kata)
                 # The time of a check is when the file was taken, not when grading finished.
-                summary = sess.record_check(s, kata, result, (p.checkpoint or {}).get("t", sess.now()))
+                summary = sess.record_check(
+                    s, kata, result, (p.checkpoint or {}).get("t", sess.now())
+                )
             self.s = s
             self._stamp = self._mtime()
             self.results[kata] = result
-            self.message = None if summary["status"] == "pass" or kata == self.current_kata else Message(
-                f"{kata}: {summary['status']} {summary['passed']}/{summary['total']}")
+            self.message = (
+                None
+                if summary["status"] == "pass" or kata == self.current_kata
+                else Message(f"{kata}: {summary['status']} {summary['passed']}/{summary['total']}")
+            )
         if self.checking is None and self.queued:
             kata = self.queued.pop(0)
             self.check(next(i for i, p in enumerate(self.s.problems) if p.kata == kata))

@@ -24,7 +24,9 @@ class Pick:
     reason: dict[str, str]
 
 
-def weigh(k: Kata, stats: KataStats | None, mistakes: dict[str, int]) -> tuple[float, dict[str, str]]:
+def weigh(
+    k: Kata, stats: KataStats | None, mistakes: dict[str, int]
+) -> tuple[float, dict[str, str]]:
     """The kata's weight and the reason, in both languages."""
     if stats is None or stats.attempts == 0:
         weight, key = W_NEW, "mock.pick.new"
@@ -46,8 +48,11 @@ def weigh(k: Kata, stats: KataStats | None, mistakes: dict[str, int]) -> tuple[f
     def reason(lang: str) -> str:
         text = msg(key, lang, n=attempts)
         for part, v in extra:
-            text += (msg(part, lang, mistakes=msg("list_sep", lang).join(v)) if isinstance(v, list)
-                     else msg(part, lang, n=v))
+            text += (
+                msg(part, lang, mistakes=msg("list_sep", lang).join(v))
+                if isinstance(v, list)
+                else msg(part, lang, n=v)
+            )
         return text
 
     return weight, {lang: reason(lang) for lang in catalog.LANGS}
@@ -58,12 +63,21 @@ def candidates(difficulty: str | None = None) -> list[Kata]:
     if difficulty is None:
         return katas
     if difficulty not in catalog.DIFFICULTIES:
-        raise UsageError(f"unknown difficulty {difficulty!r}", f"use one of {', '.join(catalog.DIFFICULTIES)}")
+        raise UsageError(
+            f"unknown difficulty {difficulty!r}", f"use one of {', '.join(catalog.DIFFICULTIES)}"
+        )
     return [k for k in katas if k.difficulty == difficulty]
 
 
-def pick(katas: list[Kata], stats: dict[str, KataStats], mistakes: dict[str, int], *, seed: int,
-         count: int | None = None, minutes: int = 45) -> list[Pick]:
+def pick(
+    katas: list[Kata],
+    stats: dict[str, KataStats],
+    mistakes: dict[str, int],
+    *,
+    seed: int,
+    count: int | None = None,
+    minutes: int = 45,
+) -> list[Pick]:
     """`count` problems, or (without a count) as many as fit in `minutes` by the katas' own
     estimates, at least one and at most three. The same seed and history give the same picks."""
     if not katas:
@@ -72,12 +86,16 @@ def pick(katas: list[Kata], stats: dict[str, KataStats], mistakes: dict[str, int
         if not 1 <= count <= MAX_PROBLEMS:
             raise UsageError(f"--count must be between 1 and {MAX_PROBLEMS}")
         if count > len(katas):
-            raise UsageError(f"only {len(katas)} kata(s) match, cannot pick {count}",
-                             "lower --count or drop --difficulty")
+            raise UsageError(
+                f"only {len(katas)} kata(s) match, cannot pick {count}",
+                "lower --count or drop --difficulty",
+            )
     rng = random.Random(seed)
     weighted = [Pick(k, *weigh(k, stats.get(k.id), mistakes)) for k in katas]
     # Weighted sampling without replacement (Efraimidis & Spirakis): sort by u ** (1 / w).
-    order = sorted(weighted, key=lambda p: (rng.random() ** (1.0 / p.weight), p.kata.id), reverse=True)
+    order = sorted(
+        weighted, key=lambda p: (rng.random() ** (1.0 / p.weight), p.kata.id), reverse=True
+    )
     if count is not None:
         return order[:count]
     chosen: list[Pick] = []

@@ -52,8 +52,10 @@ def now() -> float:
             return time.time() + float(raw)
         return float(raw)
     except ValueError:
-        raise UsageError(f"{NOW_ENV}={raw!r} is not a number",
-                         "use epoch seconds (1700000000) or an offset from now (+1800)") from None
+        raise UsageError(
+            f"{NOW_ENV}={raw!r} is not a number",
+            "use epoch seconds (1700000000) or an offset from now (+1800)",
+        ) from None
 
 
 def sha(data: bytes) -> str:
@@ -214,8 +216,10 @@ def load(folder: Path) -> Session:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise UsageError(f"no mock session in {folder} ({path} is missing)",
-                         "`kata mock history` lists your sessions") from None
+        raise UsageError(
+            f"no mock session in {folder} ({path} is missing)",
+            "`kata mock history` lists your sessions",
+        ) from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path} is damaged: {exc}") from None
     s = Session.from_dict(data)
@@ -228,8 +232,11 @@ def _restore_answer_keys(s: Session) -> None:
     try:
         keys = json.loads(answer_keys_path(s.id).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
-        raise UsageError(f"the answers to session {s.id}'s follow-up questions are missing "
-                         f"({answer_keys_path(s.id)})", "`kata mock abandon` ends it") from None
+        raise UsageError(
+            f"the answers to session {s.id}'s follow-up questions are missing "
+            f"({answer_keys_path(s.id)})",
+            "`kata mock abandon` ends it",
+        ) from None
     for q in s.questions:
         q.update(keys.get(q["id"], {}))
 
@@ -239,9 +246,16 @@ def save(s: Session) -> None:
     keys = answer_keys_path(s.id)
     if s.state == FOLLOWUPS:
         # Until the answers are in, the model answers live where the candidate's files are not.
-        _write_atomic(keys, json.dumps({q["id"]: {k: q.get(k) for k in ANSWER_KEYS} for q in s.questions},
-                                       ensure_ascii=False))
-        data["questions"] = [{k: v for k, v in q.items() if k not in ANSWER_KEYS} for q in s.questions]
+        _write_atomic(
+            keys,
+            json.dumps(
+                {q["id"]: {k: q.get(k) for k in ANSWER_KEYS} for q in s.questions},
+                ensure_ascii=False,
+            ),
+        )
+        data["questions"] = [
+            {k: v for k, v in q.items() if k not in ANSWER_KEYS} for q in s.questions
+        ]
     _write_atomic(state_path(s.folder), json.dumps(data, ensure_ascii=False, indent=1, default=str))
     if s.state != FOLLOWUPS:
         keys.unlink(missing_ok=True)  # answered (or given up): the card shows them now
@@ -286,12 +300,22 @@ def _db_sync(s: Session) -> None:
             " ON CONFLICT(id) DO UPDATE SET state = excluded.state, ended = excluded.ended,"
             " score = excluded.score, followup_score = excluded.followup_score,"
             " verdict = excluded.verdict, card = excluded.card, folder = excluded.folder",
-            (s.id, s.started, s.deadline, s.minutes, s.seed, s.lang, str(s.folder),
-             json.dumps([p.kata for p in s.problems]), s.state, ended,
-             card.get("total") if s.card else None,
-             (card.get("followups") or {}).get("percent") if s.card else None,
-             card.get("verdict") if s.state == DONE else None,
-             json.dumps(s.card, ensure_ascii=False, default=str) if s.card else None),
+            (
+                s.id,
+                s.started,
+                s.deadline,
+                s.minutes,
+                s.seed,
+                s.lang,
+                str(s.folder),
+                json.dumps([p.kata for p in s.problems]),
+                s.state,
+                ended,
+                card.get("total") if s.card else None,
+                (card.get("followups") or {}).get("percent") if s.card else None,
+                card.get("verdict") if s.state == DONE else None,
+                json.dumps(s.card, ensure_ascii=False, default=str) if s.card else None,
+            ),
         )
 
 
@@ -303,20 +327,32 @@ def rows(limit: int = 50, states: tuple[str, ...] | None = None) -> list[sqlite3
         q += f" WHERE state IN ({', '.join('?' for _ in states)})"
         args = states
     with contextlib.closing(store.connect()) as conn:
-        return conn.execute(q + " ORDER BY started DESC, id DESC LIMIT ?", (*args, limit)).fetchall()
+        return conn.execute(
+            q + " ORDER BY started DESC, id DESC LIMIT ?", (*args, limit)
+        ).fetchall()
 
 
 def find(session_id: str | None = None, lang: str = "en") -> Session:
     """The session with this id (a unique prefix is enough), else the newest unfinished one."""
     if session_id:
         with contextlib.closing(store.connect()) as conn:
-            found = conn.execute("SELECT * FROM mock_sessions WHERE id LIKE ? ORDER BY started DESC",
-                                 (session_id.replace("%", "") + "%",)).fetchall()
+            found = conn.execute(
+                "SELECT * FROM mock_sessions WHERE id LIKE ? ORDER BY started DESC",
+                (session_id.replace("%", "") + "%",),
+            ).fetchall()
         if not found:
-            raise UsageError(msg("mock.no_such_session", lang, id=session_id), msg("mock.see_history", lang))
+            raise UsageError(
+                msg("mock.no_such_session", lang, id=session_id), msg("mock.see_history", lang)
+            )
         if len(found) > 1 and found[0]["id"] != session_id:
-            raise UsageError(msg("mock.ambiguous_session", lang, id=session_id,
-                               ids=", ".join(r["id"] for r in found[:5])))
+            raise UsageError(
+                msg(
+                    "mock.ambiguous_session",
+                    lang,
+                    id=session_id,
+                    ids=", ".join(r["id"] for r in found[:5]),
+                )
+            )
         row = found[0]
     else:
         open_rows = rows(1, OPEN_STATES)
@@ -325,8 +361,10 @@ def find(session_id: str | None = None, lang: str = "en") -> Session:
         row = open_rows[0]
     folder = Path(row["folder"])
     if not state_path(folder).is_file():
-        raise UsageError(msg("mock.folder_gone", lang, id=row["id"], folder=folder),
-                         msg("mock.abandon_hint", lang, id=row["id"]))
+        raise UsageError(
+            msg("mock.folder_gone", lang, id=row["id"], folder=folder),
+            msg("mock.abandon_hint", lang, id=row["id"]),
+        )
     return load(folder)
 
 
@@ -364,19 +402,30 @@ def default_root() -> Path:
     return workspace_root() / "mock"
 
 
-def create(katas: list[Kata], reasons: dict[str, dict[str, str]], *, minutes: int, seed: int,
-           lang: str, folder: Path | None = None) -> Session:
+def create(
+    katas: list[Kata],
+    reasons: dict[str, dict[str, str]],
+    *,
+    minutes: int,
+    seed: int,
+    lang: str,
+    folder: Path | None = None,
+) -> Session:
     """Make the session folder with the skeletons and statements and start the clock."""
     if not MIN_MINUTES <= minutes <= MAX_MINUTES:
         raise UsageError(msg("mock.bad_minutes", lang, lo=MIN_MINUTES, hi=MAX_MINUTES))
     if (busy := open_session()) is not None:
-        raise UsageError(msg("mock.already_open", lang, id=busy.id, state=busy.state),
-                         msg("mock.already_open_hint", lang, id=busy.id))
+        raise UsageError(
+            msg("mock.already_open", lang, id=busy.id, state=busy.state),
+            msg("mock.already_open_hint", lang, id=busy.id),
+        )
     started = now()
     sid = new_id(started)
     folder = (folder or default_root() / sid).expanduser().resolve()
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise UsageError(msg("mock.dir_not_empty", lang, folder=folder), msg("mock.dir_not_empty_hint", lang))
+        raise UsageError(
+            msg("mock.dir_not_empty", lang, folder=folder), msg("mock.dir_not_empty_hint", lang)
+        )
     folder.mkdir(parents=True, exist_ok=True)
     names = [k.solution_file for k in katas]
     problems = []
@@ -387,14 +436,28 @@ def create(katas: list[Kata], reasons: dict[str, dict[str, str]], *, minutes: in
         (folder / file).write_bytes(skeleton)
         statement = f"{k.id}.statement.md"
         (folder / statement).write_text(k.statement(lang), encoding="utf-8")
-        problems.append(Problem(
-            kata=k.id, file=file, statement=statement, minutes=k.minutes, difficulty=k.difficulty,
-            title={"en": k.title.en, "zh": k.title.zh},
-            reason=reasons.get(k.id, both("mock.chosen_by_you")),
-            skeleton_sha=sha(skeleton),
-        ))
-    s = Session(id=sid, folder=folder, lang=lang, seed=seed, minutes=minutes, started=started,
-                deadline=started + minutes * 60, problems=problems)
+        problems.append(
+            Problem(
+                kata=k.id,
+                file=file,
+                statement=statement,
+                minutes=k.minutes,
+                difficulty=k.difficulty,
+                title={"en": k.title.en, "zh": k.title.zh},
+                reason=reasons.get(k.id, both("mock.chosen_by_you")),
+                skeleton_sha=sha(skeleton),
+            )
+        )
+    s = Session(
+        id=sid,
+        folder=folder,
+        lang=lang,
+        seed=seed,
+        minutes=minutes,
+        started=started,
+        deadline=started + minutes * 60,
+        problems=problems,
+    )
     (folder / "README.md").write_text(readme(s), encoding="utf-8")
     save(s)
     return s
@@ -402,12 +465,22 @@ def create(katas: list[Kata], reasons: dict[str, dict[str, str]], *, minutes: in
 
 def readme(s: Session) -> str:
     lang = s.lang
-    lines = [f"# {msg('mock.readme_title', lang)} {s.id}", "",
-             msg("mock.readme_intro", lang, minutes=s.minutes,
-               deadline=time.strftime("%H:%M", time.localtime(s.deadline))), ""]
+    lines = [
+        f"# {msg('mock.readme_title', lang)} {s.id}",
+        "",
+        msg(
+            "mock.readme_intro",
+            lang,
+            minutes=s.minutes,
+            deadline=time.strftime("%H:%M", time.localtime(s.deadline)),
+        ),
+        "",
+    ]
     for i, p in enumerate(s.problems, 1):
-        lines.append(f"{i}. **{p.title[lang]}** (`{p.kata}`, {p.difficulty}, ~{p.minutes} min): "
-                     f"`{p.file}`, {msg('mock.readme_statement', lang)} `{p.statement}`")
+        lines.append(
+            f"{i}. **{p.title[lang]}** (`{p.kata}`, {p.difficulty}, ~{p.minutes} min): "
+            f"`{p.file}`, {msg('mock.readme_statement', lang)} `{p.statement}`"
+        )
     lines += ["", msg("mock.readme_commands", lang), ""]
     return "\n".join(lines)
 
@@ -417,7 +490,9 @@ def take_checkpoint(s: Session, p: Problem, at: float) -> Path:
     """Copy the file as it is now; grading a check and a late submission both use this copy."""
     src = s.file_path(p)
     if not src.is_file():
-        raise UsageError(msg("mock.file_missing", s.lang, file=src), msg("mock.file_missing_hint", s.lang))
+        raise UsageError(
+            msg("mock.file_missing", s.lang, file=src), msg("mock.file_missing_hint", s.lang)
+        )
     data = src.read_bytes()
     dst = s.checkpoint_path(p)
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -446,7 +521,9 @@ def check_summary(result: dict[str, Any], at: float) -> dict[str, Any]:
         c = tiers.setdefault(test["tier"], [0, 0])
         c[1] += 1
         c[0] += test["status"] == "pass"
-    diags = [d for d in result.get("diagnostics", []) if d.get("severity") in ("essential", "actionable")]
+    diags = [
+        d for d in result.get("diagnostics", []) if d.get("severity") in ("essential", "actionable")
+    ]
     return {
         "t": at,
         "status": result["status"],
@@ -503,7 +580,11 @@ def submit(s: Session, at: float, reason: str) -> None:
         if data is None:
             data, note = _fallback(s, p)
             note = msg("mock.note_missing", s.lang) + " " + note
-        elif late and src.stat().st_mtime > cutoff and not (p.checkpoint and p.checkpoint["sha"] == sha(data)):
+        elif (
+            late
+            and src.stat().st_mtime > cutoff
+            and not (p.checkpoint and p.checkpoint["sha"] == sha(data))
+        ):
             data, note = _fallback(s, p)
             note = msg("mock.note_late_edit", s.lang) + " " + note
         dst.write_bytes(data)
@@ -518,7 +599,9 @@ def _fallback(s: Session, p: Problem) -> tuple[bytes, str]:
     if p.checkpoint and cp.is_file() and p.checkpoint["t"] <= s.deadline:
         when = time.strftime("%H:%M:%S", time.localtime(p.checkpoint["t"]))
         return cp.read_bytes(), msg("mock.note_used_checkpoint", s.lang, when=when)
-    return catalog.get_kata(p.kata).skeleton_path.read_bytes(), msg("mock.note_used_skeleton", s.lang)
+    return catalog.get_kata(p.kata).skeleton_path.read_bytes(), msg(
+        "mock.note_used_skeleton", s.lang
+    )
 
 
 def close_if_due(folder: Path) -> Session:
@@ -542,7 +625,14 @@ def take_hint(folder: Path, kata: str | None) -> tuple[Problem, str, str] | None
     (problem, hint id, text), or None when every hint was already shown."""
     with mutate(folder) as s:
         if s.state != ACTIVE or s.is_due():
-            raise UsageError(msg("mock.not_running", s.lang, id=s.id, state=s.state if s.state != ACTIVE else "time up"))
+            raise UsageError(
+                msg(
+                    "mock.not_running",
+                    s.lang,
+                    id=s.id,
+                    state=s.state if s.state != ACTIVE else "time up",
+                )
+            )
         p = s.problem(kata)
         found = next_hint(s, p, catalog.get_kata(p.kata))
         if found is None:
@@ -559,9 +649,14 @@ def take_hint(folder: Path, kata: str | None) -> tuple[Problem, str, str] | None
 def refusal(s: Session, kata_id: str) -> tuple[str, str]:
     """Why `kata solution` says no during a mock interview, and how to get there."""
     if s.state == ACTIVE:
-        return (msg("mock.no_reference", s.lang, kata=kata_id, id=s.id, left=_clock(s.remaining())),
-                msg("mock.no_reference_hint", s.lang))
-    return (msg("mock.no_reference_followups", s.lang, kata=kata_id, id=s.id), msg("mock.no_reference_hint", s.lang))
+        return (
+            msg("mock.no_reference", s.lang, kata=kata_id, id=s.id, left=_clock(s.remaining())),
+            msg("mock.no_reference_hint", s.lang),
+        )
+    return (
+        msg("mock.no_reference_followups", s.lang, kata=kata_id, id=s.id),
+        msg("mock.no_reference_hint", s.lang),
+    )
 
 
 def _clock(seconds: float) -> str:

@@ -36,8 +36,11 @@ def _serve(replies: IO[str]) -> None:
         req: dict[str, Any] = {}
         try:
             req = json.loads(line)
-            reply = {"ok": True, "id": req.get("id"),
-                     "result": check_file(req["kata"], Path(req["path"]), req.get("lang", "en"))}
+            reply = {
+                "ok": True,
+                "id": req.get("id"),
+                "result": check_file(req["kata"], Path(req["path"]), req.get("lang", "en")),
+            }
         except KataError as exc:
             reply = {"ok": False, "id": req.get("id"), "error": exc.message}
         except Exception as exc:  # noqa: BLE001 - reported to the screen, the worker keeps serving

@@ -149,9 +149,14 @@ def _op_info(func: Any) -> tuple[str, tuple[tuple[int, str], ...], bool, bool]:
     it: no new memory), read from its schema once: the recorder runs for every aten op of
     every call (half of them views in a typical forward)."""
     schema = func._schema
-    writes = tuple((i, a.name) for i, a in enumerate(schema.arguments)
-                   if a.alias_info is not None and a.alias_info.is_write)
-    view = bool(schema.returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+    writes = tuple(
+        (i, a.name)
+        for i, a in enumerate(schema.arguments)
+        if a.alias_info is not None and a.alias_info.is_write
+    )
+    view = bool(schema.returns) and all(
+        r.alias_info is not None and not r.alias_info.is_write for r in schema.returns
+    )
     return schema.name, writes, schema.name.startswith(BANNED_OP_PREFIXES), view
 
 
@@ -185,10 +190,15 @@ class _BlockTrainer(importlib.abc.MetaPathFinder):
 # flags any use of torch.ops; this is the run-time second line).
 _BANNED_ATEN = (
     "_scaled_dot_product_attention_math",
-    "_scaled_dot_product_attention_math_for_mps", "_scaled_dot_product_flash_attention",
-    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
-    "_native_multi_head_attention", "_flash_attention_forward", "_efficient_attention_forward",
+    "_scaled_dot_product_attention_math_for_mps",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_native_multi_head_attention",
+    "_flash_attention_forward",
+    "_efficient_attention_forward",
 )
 
 
@@ -222,10 +232,24 @@ def _install_tripwires() -> None:
 
 # Every aten op whose name says it is a fused attention kernel (public, private, forward and
 # backward; what CUDA and MPS builds add is covered by the same names).
-_FUSED_OP_NAMES = ("scaled_dot_product", "multi_head_attention", "flash_attention", "efficient_attention",
-                   "cudnn_attention", "fused_sdp", "transformer_encoder_layer")
-_FUSED_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
-               "CPU", "CUDA", "MPS", "Meta")
+_FUSED_OP_NAMES = (
+    "scaled_dot_product",
+    "multi_head_attention",
+    "flash_attention",
+    "efficient_attention",
+    "cudnn_attention",
+    "fused_sdp",
+    "transformer_encoder_layer",
+)
+_FUSED_KEYS = (
+    "CompositeImplicitAutograd",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "CPU",
+    "CUDA",
+    "MPS",
+    "Meta",
+)
 _fused_library: Any = None  # the registrations live as long as this object
 
 
@@ -252,7 +276,9 @@ def disable_fused_attention() -> list[str]:
                     names.append(full)
     _fused_library = lib
     # nn.MultiheadAttention's general path is Python, not a kernel: it calls this by name.
-    torch.nn.functional.multi_head_attention_forward = _tripwire("torch.nn.functional.multi_head_attention_forward")
+    torch.nn.functional.multi_head_attention_forward = _tripwire(
+        "torch.nn.functional.multi_head_attention_forward"
+    )
     return sorted(set(names))
 
 
@@ -288,7 +314,11 @@ class Server:
         kind = "exception"
         if isinstance(exc, SystemExit):
             kind, message = "exit", f"sys.exit({exc.code!r})"
-        elif isinstance(exc, MemoryError) or "can't allocate memory" in message or "Unable to allocate" in message:
+        elif (
+            isinstance(exc, MemoryError)
+            or "can't allocate memory" in message
+            or "Unable to allocate" in message
+        ):
             kind = "memory"
         if isinstance(exc, ImportError) and self.blocker and self.blocker.hits:
             kind = "banned-import"
@@ -352,7 +382,9 @@ class Server:
             for name, value in req["state"].items():
                 target = own[name]
                 if target.shape != value.shape:
-                    raise ValueError(f"{name}: shape {tuple(target.shape)} cannot take {tuple(value.shape)}")
+                    raise ValueError(
+                        f"{name}: shape {tuple(target.shape)} cannot take {tuple(value.shape)}"
+                    )
                 target.copy_(value)
         return {"ok": True}
 
@@ -373,10 +405,16 @@ class Server:
             args[i] = args[i].detach().clone().requires_grad_(True)
         # Tensors nested in tuples/lists (a KV cache passed as (k, v)) are inputs too.
         inputs = {
-            _storage_key(t): f"argument {i}" for i, a in enumerate(args)
-            for t in tree_flatten(a)[0] if isinstance(t, torch.Tensor)
-        } | {_storage_key(t): f"argument {k!r}" for k, v in kwargs.items()
-             for t in tree_flatten(v)[0] if isinstance(t, torch.Tensor)}
+            _storage_key(t): f"argument {i}"
+            for i, a in enumerate(args)
+            for t in tree_flatten(a)[0]
+            if isinstance(t, torch.Tensor)
+        } | {
+            _storage_key(t): f"argument {k!r}"
+            for k, v in kwargs.items()
+            for t in tree_flatten(v)[0]
+            if isinstance(t, torch.Tensor)
+        }
         state = _TraceState(inputs)
         grads = None
         with warnings.catch_warnings(record=True) as caught:
@@ -408,13 +446,20 @@ class Server:
             "trace": state.summary(),
             # The grader decides whether an input was modified by comparing these with what
             # it sent (proxy.py); nothing the child concludes about itself is trusted.
-            "inputs_after": [a if isinstance(a, torch.Tensor | np.ndarray | tuple | list) else None
-                             for a in args + list(kwargs.values())],
+            "inputs_after": [
+                a if isinstance(a, torch.Tensor | np.ndarray | tuple | list) else None
+                for a in args + list(kwargs.values())
+            ],
             "seconds": seconds,
         }
 
     def serve(self) -> None:
-        handlers = {"call": self.call, "new": self.new, "load_state": self.load_state, "to": self.to}
+        handlers = {
+            "call": self.call,
+            "new": self.new,
+            "load_state": self.load_state,
+            "to": self.to,
+        }
         while True:
             try:
                 req = wire.recv(self.sock)
@@ -430,8 +475,15 @@ class Server:
         try:
             data = wire.encode(reply)
         except Exception as exc:  # noqa: BLE001
-            data = wire.encode({"ok": False, "kind": "protocol", "type": type(exc).__name__,
-                                "message": f"could not send the result back: {exc}", "frames": []})
+            data = wire.encode(
+                {
+                    "ok": False,
+                    "kind": "protocol",
+                    "type": type(exc).__name__,
+                    "message": f"could not send the result back: {exc}",
+                    "frames": [],
+                }
+            )
         self.sock.sendall(data)
 
 
@@ -445,7 +497,9 @@ def _structure(obj: Any) -> dict[str, Any]:
             continue
         info: dict[str, Any] = {"name": name, "type": type(m).__name__}
         if isinstance(m, torch.nn.Linear):
-            info.update(in_features=m.in_features, out_features=m.out_features, bias=m.bias is not None)
+            info.update(
+                in_features=m.in_features, out_features=m.out_features, bias=m.bias is not None
+            )
         modules.append(info)
     params = {n: list(p.shape) for n, p in obj.named_parameters()}
     params |= {n: list(b.shape) for n, b in obj.named_buffers()}
@@ -462,12 +516,20 @@ class _Exercise(torch.nn.Module):
         self.kv_proj = torch.nn.Linear(d_model, d_model // n_heads)  # one KV head (MQA)
         self.o_proj = torch.nn.Linear(d_model, d_model)
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, is_causal: bool = False
+    ) -> torch.Tensor:
         B, L, D = x.shape
         q = self.q_proj(x).view(B, L, self.n_heads, -1).transpose(1, 2)  # (B, H, L, d)
-        kv = self.kv_proj(x).view(B, L, 1, -1).transpose(1, 2).repeat_interleave(self.n_heads, dim=1)
+        kv = (
+            self.kv_proj(x).view(B, L, 1, -1).transpose(1, 2).repeat_interleave(self.n_heads, dim=1)
+        )
         scores = q @ kv.transpose(-2, -1) / q.shape[-1] ** 0.5  # (B, H, L, L)
-        keep = torch.ones(L, L, dtype=torch.bool).tril() if is_causal else torch.ones(L, L, dtype=torch.bool)
+        keep = (
+            torch.ones(L, L, dtype=torch.bool).tril()
+            if is_causal
+            else torch.ones(L, L, dtype=torch.bool)
+        )
         if attn_mask is not None:
             keep = keep & attn_mask
         weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1).nan_to_num(0.0)
@@ -489,12 +551,21 @@ def exercise() -> None:
     for dtype in (torch.float32, torch.float64):
         x = torch.randn(2, 3, 8, dtype=dtype)
         mask = torch.rand(2, 1, 3, 3) < 0.5
-        handle = server.new(wire.roundtrip({"name": "Exercise", "args": (8, 2), "kwargs": {}, "dtype": dtype}))["handle"]
+        handle = server.new(
+            wire.roundtrip({"name": "Exercise", "args": (8, 2), "kwargs": {}, "dtype": dtype})
+        )["handle"]
         state = {k: v.clone() for k, v in server.handles[handle].state_dict().items()}
         for wrt in ((), (0,)):
-            req = {"op": "call", "handle": handle, "method": None, "args": (x,), "state": state,
-                   "kwargs": {"attn_mask": mask, "is_causal": True}, "grad_wrt": wrt,
-                   "grad_output": torch.randn(2, 3, 8, dtype=dtype)}
+            req = {
+                "op": "call",
+                "handle": handle,
+                "method": None,
+                "args": (x,),
+                "state": state,
+                "kwargs": {"attn_mask": mask, "is_causal": True},
+                "grad_wrt": wrt,
+                "grad_output": torch.randn(2, 3, 8, dtype=dtype),
+            }
             for _ in range(2):
                 wire.roundtrip(server.call(wire.roundtrip(req)))
 

@@ -34,17 +34,49 @@ READY_TIMEOUT = 120.0  # a cold torch import on a loaded 2-core machine can take
 
 _PACKAGE = Path(__file__).resolve().parent.parent.parent  # the installed `attnkata` folder
 # What the zygote needs of attnkata: the harness, nothing else (no references, no graders).
-_HARNESS_FILES = ("checker/sandbox/child.py", "checker/sandbox/wire.py", "checker/sandbox/autograd.py",
-                  "checker/sandbox/zygote.py", "checker/sandbox/linux.py")
+_HARNESS_FILES = (
+    "checker/sandbox/child.py",
+    "checker/sandbox/wire.py",
+    "checker/sandbox/autograd.py",
+    "checker/sandbox/zygote.py",
+    "checker/sandbox/linux.py",
+)
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-              "/etc/passwd", "/etc/group", "/etc/nsswitch.conf")
+_ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+)
 # Imported by the zygote so that candidates find them loaded: what the static policy allows
 # (a fallback running as an unprivileged uid may not be able to read the library folders).
-_PREIMPORT = ("einops", "einops._backends", "einops._torch_specific", "math", "cmath", "functools",
-              "itertools", "dataclasses", "collections", "typing", "typing_extensions", "enum", "abc",
-              "numbers", "warnings", "copy", "random", "numpy.random", "numpy.linalg",
-              "torch.nn.attention.flex_attention", "importlib.util", "traceback")
+_PREIMPORT = (
+    "einops",
+    "einops._backends",
+    "einops._torch_specific",
+    "math",
+    "cmath",
+    "functools",
+    "itertools",
+    "dataclasses",
+    "collections",
+    "typing",
+    "typing_extensions",
+    "enum",
+    "abc",
+    "numbers",
+    "warnings",
+    "copy",
+    "random",
+    "numpy.random",
+    "numpy.linalg",
+    "torch.nn.attention.flex_attention",
+    "importlib.util",
+    "traceback",
+)
 
 
 class SandboxUnavailable(KataError):
@@ -99,7 +131,10 @@ class _Cgroups:
                 if ctrl == "pids":
                     Path(d, "pids.max").write_text(str(pids_max))
                 else:
-                    cg.memory_file, cg.usage_file = f"{d}/memory.limit_in_bytes", f"{d}/memory.usage_in_bytes"
+                    cg.memory_file, cg.usage_file = (
+                        f"{d}/memory.limit_in_bytes",
+                        f"{d}/memory.usage_in_bytes",
+                    )
         except OSError:
             cg.remove()
             return cls()
@@ -190,35 +225,56 @@ def _config(mode: str, harness: str) -> dict[str, Any]:
     tmp = os.path.realpath(tempfile.gettempdir())
     # Library paths only: not the attnkata tree (its references), not a folder that holds it
     # unless it is a site-packages (then the package is covered, see "hide"), not a temp dir.
-    pythonpath = [p for p in sys.path if p and os.path.isdir(p) and _library_path(os.path.realpath(p), package, tmp)]
+    pythonpath = [
+        p
+        for p in sys.path
+        if p and os.path.isdir(p) and _library_path(os.path.realpath(p), package, tmp)
+    ]
     symlinks, binds = {}, []
     for d in _SYSTEM_DIRS:
         if os.path.islink(d):
             symlinks[d.lstrip("/")] = os.readlink(d)
         elif os.path.isdir(d):
             binds.append(d)
-    wanted = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, *pythonpath)]
+    wanted = [
+        os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, *pythonpath)
+    ]
     for p in sorted(set(wanted), key=len):
         if not any(_inside(p, b) for b in binds) and os.path.isdir(p):
             binds.append(p)
     binds += [f for f in _ETC_FILES if os.path.exists(f)]
-    binds += [d for d in ("/sys/devices/system/cpu", "/sys/devices/system/node") if os.path.isdir(d)]
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    binds += [
+        d for d in ("/sys/devices/system/cpu", "/sys/devices/system/node") if os.path.isdir(d)
+    ]
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+    }
     for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
         if name in os.environ:
             env[name] = os.environ[name]
     return {
-        "mode": mode, "parent": os.getpid(), "harness": f"{harness}/lib",
+        "mode": mode,
+        "parent": os.getpid(),
+        "harness": f"{harness}/lib",
         # As root the candidate always runs as the unprivileged uid 65534: as root, kill(-1)
         # alone would reach every process on the machine. The fallback sees the host's file
         # system, where that uid may not read the library folders (/root/.pyenv is mode 700):
         # what the zygote did not import already then fails to import, never runs as root.
         "drop_root": os.geteuid() == 0,
-        "mountpoint": f"{harness}/root", "binds": binds, "symlinks": symlinks,
+        "mountpoint": f"{harness}/root",
+        "binds": binds,
+        "symlinks": symlinks,
         # An installed (not editable) attnkata under site-packages holds the references.
         "hide": [package] if any(_inside(package, b) for b in binds) else [],
-        "devices": sorted(glob.glob("/dev/nvidia*")), "pythonpath": pythonpath, "env": env,
+        "devices": sorted(glob.glob("/dev/nvidia*")),
+        "pythonpath": pythonpath,
+        "env": env,
         "preimport": list(_PREIMPORT),
         "warm": [WARM_UPS[w] for w in sorted(_wanted_warm())],
     }
@@ -243,13 +299,20 @@ class Zygote:
         config = _config(mode, self.harness)
         self.drop_root = config["drop_root"]
         self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.log = tempfile.NamedTemporaryFile(prefix="attnkata-zygote-", suffix=".log", delete=False)  # noqa: SIM115
+        self.log = tempfile.NamedTemporaryFile(
+            prefix="attnkata-zygote-", suffix=".log", delete=False
+        )  # noqa: SIM115
         lib = f"{self.harness}/lib"
         boot = f"import sys; sys.path.insert(0, {lib!r}); from attnkata.checker.sandbox import zygote; zygote.main()"
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", boot, str(theirs.fileno())],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-            start_new_session=True, env=config["env"], cwd="/",
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
+            start_new_session=True,
+            env=config["env"],
+            cwd="/",
         )
         theirs.close()
         self.cgroups.add(self.proc.pid)  # before it does anything: the whole tree is inside
@@ -274,14 +337,26 @@ class Zygote:
     def isolation(self) -> dict[str, Any]:
         """What protects the grader, for results and reports."""
         ns = self.mode == "namespaces"
-        uid = "unprivileged (65534)" if self.drop_root else "yours, no capabilities" if ns else "yours"
+        uid = (
+            "unprivileged (65534)"
+            if self.drop_root
+            else "yours, no capabilities"
+            if ns
+            else "yours"
+        )
         return {
             "backend": self.mode,
             "namespaces": ["user", "pid", "mount", "net", "ipc", "uts"] if ns else [],
-            "filesystem": "private read-only root, scratch tmpfs" if ns else "host filesystem, temp scratch dir",
+            "filesystem": "private read-only root, scratch tmpfs"
+            if ns
+            else "host filesystem, temp scratch dir",
             "uid": uid,
             "memory": "cgroup + RLIMIT_AS" if self.cgroups.memory else "RLIMIT_AS per process",
-            "processes": "cgroup pids" if self.cgroups.pids else "RLIMIT_NPROC" if ns or self.drop_root else "none",
+            "processes": "cgroup pids"
+            if self.cgroups.pids
+            else "RLIMIT_NPROC"
+            if ns or self.drop_root
+            else "none",
             "note": self.note,
         }
 
@@ -342,17 +417,24 @@ class Zygote:
         self.settle()  # the last candidate is gone before the next one starts
         self.wait_ready()
         self.cgroups.limit_memory(int(limits.get("memory_mb", 0)))
-        if self.spare is not None and (self.spare.limits != limits or not self._started(self.spare)):
+        if self.spare is not None and (
+            self.spare.limits != limits or not self._started(self.spare)
+        ):
             self._drop_spare()  # made for other limits, or it did not start
             self.settle()
         started, self.spare = self.spare or self._start(limits), None
         if not self._started(started):
             started.sock.close()
-            raise SandboxUnavailable(f"the sandbox could not start a process for {name}: {self.failed or 'no answer'}")
+            raise SandboxUnavailable(
+                f"the sandbox could not start a process for {name}: {self.failed or 'no answer'}"
+            )
         try:
             # Raw UTF-8 bytes, not a JSON string (where a control character takes 6 bytes): the
             # frame never grows past the source limit plus its header (zygote.SOURCE_FRAME_BYTES).
-            wire.send(started.sock, {"name": name, "source": np.frombuffer(source.encode("utf-8"), np.uint8)})
+            wire.send(
+                started.sock,
+                {"name": name, "source": np.frombuffer(source.encode("utf-8"), np.uint8)},
+            )
         except OSError:
             pass  # it died meanwhile: the grader's read reports it
         self.limits = limits
@@ -495,7 +577,11 @@ def _new_zygote() -> Zygote:
         z = Zygote(mode, note=f"forced by {ENV_MODE}={mode}" if mode == "subprocess" else "")
     else:
         why = _fallback_note or _namespaces_possible()
-        z = Zygote("subprocess", note=f"namespaces unavailable: {why}") if why else Zygote("namespaces")
+        z = (
+            Zygote("subprocess", note=f"namespaces unavailable: {why}")
+            if why
+            else Zygote("namespaces")
+        )
     z.keep_spare = _spares
     return z
 
@@ -535,8 +621,12 @@ def zygote(start_only: bool = False) -> Zygote:
 
 def ready() -> bool:
     """This process has a started, answering zygote (a check will not wait for one)."""
-    return (_current is not None and _current.owner == os.getpid() and _current.ready
-            and _current.alive())
+    return (
+        _current is not None
+        and _current.owner == os.getpid()
+        and _current.ready
+        and _current.alive()
+    )
 
 
 def prestart(warm: Iterable[str] = ()) -> None:
@@ -551,8 +641,10 @@ def prestart(warm: Iterable[str] = ()) -> None:
 # The meta device (graders build masks on it to check `device=` without a GPU) runs Python
 # meta kernels whose first use imports ~800 modules (sympy, torch._refs...): 2.5-4 s in a fresh
 # process. Only katas whose graders use it pay for it, once per zygote.
-WARM_UPS = {"meta": "torch.ones(2, 3, device='meta').tril().masked_fill(torch.zeros(2, 3, dtype=torch.bool, "
-                    "device='meta'), 0.0).topk(1)"}
+WARM_UPS = {
+    "meta": "torch.ones(2, 3, device='meta').tril().masked_fill(torch.zeros(2, 3, dtype=torch.bool, "
+    "device='meta'), 0.0).topk(1)"
+}
 _warm: set[str] = set()
 _warm_owner = os.getpid()
 

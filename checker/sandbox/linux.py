@@ -53,7 +53,9 @@ def unshare(flags: int) -> None:
     _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None
+) -> None:
     enc = [None if s is None else s.encode() for s in (source, target, fstype, data)]
     _check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
 
@@ -67,8 +69,16 @@ def pivot_root(new_root: str, put_old: str) -> None:
 
 
 def prctl(option: int, arg: int = 0, arg3: int = 0) -> None:
-    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(arg3),
-                       ctypes.c_ulong(0), ctypes.c_ulong(0)), f"prctl {option}")
+    _check(
+        _libc.prctl(
+            ctypes.c_int(option),
+            ctypes.c_ulong(arg),
+            ctypes.c_ulong(arg3),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        ),
+        f"prctl {option}",
+    )
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:
@@ -77,8 +87,14 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
 
 # Per-mount flags that a user namespace may not clear on a bind mount it did not create:
 # a read-only remount must repeat them (statvfs bit -> mount bit).
-_LOCKED = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
-           (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME))
+_LOCKED = (
+    (os.ST_NOSUID, MS_NOSUID),
+    (os.ST_NODEV, MS_NODEV),
+    (os.ST_NOEXEC, MS_NOEXEC),
+    (os.ST_NOATIME, MS_NOATIME),
+    (os.ST_NODIRATIME, MS_NODIRATIME),
+    (os.ST_RELATIME, MS_RELATIME),
+)
 
 
 def bind_readonly(source: str, target: str) -> None:
@@ -94,8 +110,12 @@ def bind_readonly(source: str, target: str) -> None:
 
 
 class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
 def _readonly_submounts(target: str) -> None:
@@ -103,8 +123,14 @@ def _readonly_submounts(target: str) -> None:
     kernels keep the top mount read-only only; said in the README's threat model."""
     attr = _MountAttr(attr_set=0x1)  # MOUNT_ATTR_RDONLY
     at_fdcwd, at_recursive = -100, 0x8000
-    _libc.syscall(_nr(2), ctypes.c_int(at_fdcwd), target.encode(), ctypes.c_uint(at_recursive),
-                  ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)))
+    _libc.syscall(
+        _nr(2),
+        ctypes.c_int(at_fdcwd),
+        target.encode(),
+        ctypes.c_uint(at_recursive),
+        ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)),
+    )
 
 
 class _CapHeader(ctypes.Structure):
@@ -112,7 +138,11 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 def drop_bounding_set() -> None:
@@ -166,7 +196,12 @@ PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
 class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+    _fields_ = [
+        ("code", ctypes.c_ushort),
+        ("jt", ctypes.c_ubyte),
+        ("jf", ctypes.c_ubyte),
+        ("k", ctypes.c_uint),
+    ]
 
 
 class _SockFprog(ctypes.Structure):

@@ -33,9 +33,20 @@ _HDR = struct.Struct("<I")
 
 _TORCH_DTYPES = {
     str(d).removeprefix("torch."): d
-    for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex64,
-              torch.complex128, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
-              torch.bool)
+    for d in (
+        torch.float64,
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.complex64,
+        torch.complex128,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+    )
 }
 _NUMPY_KINDS = set("fciub?")
 
@@ -146,14 +157,16 @@ def decode(body: bytes) -> Any:
     if _HDR.size + n > len(body):
         raise WireError("header longer than the frame")
     if n > MAX_HEADER_BYTES:
-        raise WireError(f"a header of {n} bytes (limit {MAX_HEADER_BYTES}): values must travel as tensors")
-    header = body[_HDR.size:_HDR.size + n]
+        raise WireError(
+            f"a header of {n} bytes (limit {MAX_HEADER_BYTES}): values must travel as tensors"
+        )
+    header = body[_HDR.size : _HDR.size + n]
     items = header.count(b"[") + header.count(b"{") + header.count(b",")
     if items > MAX_HEADER_ITEMS:
         raise WireError(f"a value of more than {MAX_HEADER_ITEMS} items outside tensors")
     try:
         tree = json.loads(header)
-        return _Decoder(memoryview(body)[_HDR.size + n:]).value(tree, 0)
+        return _Decoder(memoryview(body)[_HDR.size + n :]).value(tree, 0)
     except WireError:
         raise
     except Exception as exc:  # noqa: BLE001 - malformed in some way nobody foresaw: still data
@@ -168,7 +181,7 @@ class _Decoder:
     def take(self, nbytes: int) -> memoryview:
         if nbytes < 0 or self.offset + nbytes > len(self.data):
             raise WireError("buffer sizes do not match the frame")
-        chunk = self.data[self.offset:self.offset + nbytes]
+        chunk = self.data[self.offset : self.offset + nbytes]
         self.offset += nbytes
         return chunk
 
@@ -213,8 +226,11 @@ class _Decoder:
             return torch.empty(shape, dtype=dtype, device="meta")
         numel = math.prod(shape)
         raw = self.take(numel * dtype.itemsize)
-        t = (torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape) if numel
-             else torch.empty(shape, dtype=dtype))
+        t = (
+            torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
+            if numel
+            else torch.empty(shape, dtype=dtype)
+        )
         if device != "cpu":
             try:
                 t = t.to(device)
@@ -261,8 +277,11 @@ def _device_name(value: Any) -> str:
 
 
 def _shape(value: Any) -> tuple[int, ...]:
-    if not isinstance(value, list) or len(value) > 16 or not all(
-            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**40 for s in value):
+    if (
+        not isinstance(value, list)
+        or len(value) > 16
+        or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**40 for s in value)
+    ):
         raise WireError("bad shape")
     if math.prod(value) > 2**34:
         raise WireError("tensor too large")
@@ -274,7 +293,9 @@ def send(sock: socket.socket, value: Any) -> None:
     sock.sendall(encode(value))
 
 
-def recv(sock: socket.socket, *, deadline: float | None = None, max_bytes: int = DEFAULT_MAX_FRAME) -> Any:
+def recv(
+    sock: socket.socket, *, deadline: float | None = None, max_bytes: int = DEFAULT_MAX_FRAME
+) -> Any:
     """One value from `sock`. `deadline` (time.monotonic()) bounds the whole frame, not each
     read: a peer that sends half a frame and stalls gets FrameTimeout, not a hang."""
     head = _read_exact(sock, _LEN.size, deadline)
@@ -308,7 +329,6 @@ def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     return bytes(buf)
 
 
-
 def roundtrip(value: Any) -> Any:
     """`value` as the other side would decode it (for in-process serving of trusted code)."""
-    return decode(encode(value)[_LEN.size:])
+    return decode(encode(value)[_LEN.size :])

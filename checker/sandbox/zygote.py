@@ -75,8 +75,14 @@ def main() -> None:
 
 # -- namespaces -------------------------------------------------------------------------------
 def _enter_namespaces(config: dict[str, Any]) -> None:
-    flags = (linux.CLONE_NEWUSER | linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWNET
-             | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
+    flags = (
+        linux.CLONE_NEWUSER
+        | linux.CLONE_NEWPID
+        | linux.CLONE_NEWNS
+        | linux.CLONE_NEWNET
+        | linux.CLONE_NEWIPC
+        | linux.CLONE_NEWUTS
+    )
     uid, gid = os.getuid(), os.getgid()
     if uid == 0:
         # Mapping a second, unprivileged id needs CAP_SETUID in the parent namespace, which
@@ -123,7 +129,9 @@ def _tmp_libraries(config: dict[str, Any]) -> list[str]:
     would hide them, so they are bound again on top of it from a staging copy at /.libs/<i>.
     Decided once, while the root is built (later the host's folders are out of sight)."""
     if "tmp_libraries" not in config:
-        config["tmp_libraries"] = [src for src in config["binds"] if src.startswith("/tmp/") and os.path.isdir(src)]
+        config["tmp_libraries"] = [
+            src for src in config["binds"] if src.startswith("/tmp/") and os.path.isdir(src)
+        ]
     return config["tmp_libraries"]
 
 
@@ -161,14 +169,18 @@ def _build_root(config: dict[str, Any]) -> None:
     _build_dev(root + "/dev", config["devices"])
     for d in ("/tmp", SCRATCH):
         os.makedirs(root + d, exist_ok=True)
-    linux.mount("tmpfs", root + "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
+    linux.mount(
+        "tmpfs", root + "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m"
+    )
     _rebind_tmp_libraries(_tmp_libraries(config), root)
     os.makedirs(root + "/.old")
     linux.pivot_root(root, root + "/.old")
     os.chdir("/")
     linux.umount("/.old")
     os.rmdir("/.old")
-    linux.mount(None, "/", None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV)
+    linux.mount(
+        None, "/", None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV
+    )
 
 
 def _build_dev(dev: str, devices: list[str]) -> None:
@@ -181,9 +193,15 @@ def _build_dev(dev: str, devices: list[str]) -> None:
             open(target, "a").close()  # noqa: SIM115
             linux.mount(node, target, None, linux.MS_BIND)
     os.makedirs(dev + "/shm")
-    linux.mount("tmpfs", dev + "/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    linux.mount(
+        "tmpfs", dev + "/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m"
+    )
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, f"{dev}/{name}")
 
 
@@ -208,7 +226,9 @@ def _preload(config: dict[str, Any]) -> None:
         child.exercise()
     except Exception:  # noqa: BLE001 - it only saves time
         pass
-    for code in config.get("warm", ()):  # host.WARM_UPS: fixed snippets of the host's, not candidate code
+    for code in config.get(
+        "warm", ()
+    ):  # host.WARM_UPS: fixed snippets of the host's, not candidate code
         try:
             exec(code, {"torch": torch})  # noqa: S102
         except Exception:  # noqa: BLE001 - a warm-up only saves time
@@ -313,7 +333,9 @@ class Forker:
 
 
 # -- one candidate ------------------------------------------------------------------------------
-def _candidate_tree(chan: int, log: int, report: int, message: dict[str, Any], config: dict[str, Any]) -> None:
+def _candidate_tree(
+    chan: int, log: int, report: int, message: dict[str, Any], config: dict[str, Any]
+) -> None:
     """P1: new namespaces and scratch, then fork P2 and mirror its end. Never returns.
 
     Nothing here waits for the candidate's source: P2 receives it once it is confined, so the
@@ -321,14 +343,28 @@ def _candidate_tree(chan: int, log: int, report: int, message: dict[str, Any], c
     namespaces = config["mode"] == "namespaces"
     as_root = bool(config["drop_root"])
     if namespaces:
-        linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWIPC
-                      | linux.CLONE_NEWNET | linux.CLONE_NEWUTS)
+        linux.unshare(
+            linux.CLONE_NEWNS
+            | linux.CLONE_NEWPID
+            | linux.CLONE_NEWIPC
+            | linux.CLONE_NEWNET
+            | linux.CLONE_NEWUTS
+        )
         owner = NS_ROOT_UID if as_root else 0
-        linux.mount("tmpfs", SCRATCH, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
-                    f"mode=700,size=64m,uid={owner},gid={owner}")
-        linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
+        linux.mount(
+            "tmpfs",
+            SCRATCH,
+            "tmpfs",
+            linux.MS_NOSUID | linux.MS_NODEV,
+            f"mode=700,size=64m,uid={owner},gid={owner}",
+        )
+        linux.mount(
+            "tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m"
+        )
         # POSIX shared memory too: a value left there by one candidate must not reach the next.
-        linux.mount("tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
+        linux.mount(
+            "tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m"
+        )
         _rebind_tmp_libraries(_tmp_libraries(config))
         scratch = SCRATCH
     else:
@@ -340,7 +376,9 @@ def _candidate_tree(chan: int, log: int, report: int, message: dict[str, Any], c
     p2 = os.fork()
     if p2 == 0:
         try:
-            _candidate(socket.socket(fileno=chan), log, scratch, message["limits"], namespaces, as_root)
+            _candidate(
+                socket.socket(fileno=chan), log, scratch, message["limits"], namespaces, as_root
+            )
         finally:
             os._exit(_SPAWN_FAILED)
     os.close(chan)
@@ -370,8 +408,14 @@ def _mirror(status: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
-def _candidate(sock: socket.socket, log: int, scratch: str, limits: dict[str, Any], namespaces: bool,
-               as_root: bool) -> None:
+def _candidate(
+    sock: socket.socket,
+    log: int,
+    scratch: str,
+    limits: dict[str, Any],
+    namespaces: bool,
+    as_root: bool,
+) -> None:
     """P2: limits, privileges, descriptors; then the candidate's file, and the harness serves
     the grader."""
     linux.die_with_parent()

@@ -20,7 +20,15 @@ from attnkata.checker.errors import UsageError
 from attnkata.checker.sets.grade import ClassResults
 from attnkata.checker.sets.report import _cell, write_atomic
 
-IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Integration ID", "Root Account", "Section")
+IDENTITY = (
+    "Student",
+    "ID",
+    "SIS User ID",
+    "SIS Login ID",
+    "Integration ID",
+    "Root Account",
+    "Section",
+)
 REQUIRED = ("Student", "ID", "SIS Login ID", "Section")
 POINTS_ROW = "Points Possible"
 
@@ -59,17 +67,25 @@ def read_export(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if not header:
-        raise UsageError(f"{path} is empty", "export the gradebook from Canvas: Grades > Export > CSV")
+        raise UsageError(
+            f"{path} is empty", "export the gradebook from Canvas: Grades > Export > CSV"
+        )
     header = [h.strip() for h in header]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise UsageError(f"{path} is not a Canvas gradebook export: no {', '.join(missing)} column",
-                         "export it from Canvas: Grades > Export > Export Entire Gradebook")
+        raise UsageError(
+            f"{path} is not a Canvas gradebook export: no {', '.join(missing)} column",
+            "export it from Canvas: Grades > Export > Export Entire Gradebook",
+        )
     rows = []
     for values in reader:
         row = dict(zip(header, (v.strip() for v in values), strict=False))
         first = row.get("Student", "")
-        if POINTS_ROW in first or (not first and POINTS_ROW in " ".join(values)) or first == "Student, Test":
+        if (
+            POINTS_ROW in first
+            or (not first and POINTS_ROW in " ".join(values))
+            or first == "Student, Test"
+        ):
             continue
         if any(values):
             rows.append(row)
@@ -82,10 +98,13 @@ def _indexes(header: list[str], rows: list[dict[str, str]]) -> list[dict[str, li
     tables: list[dict[str, list[int]]] = [{}, {}, {}, {}]
     for i, row in enumerate(rows):
         login = row.get("SIS Login ID", "")
-        keys = [{_norm(login)}, {_norm(login.partition("@")[0])} if "@" in login else set(),
-                {_norm(row[c]) for c in emails if row.get(c)} | {_norm(row[c].partition("@")[0]) for c in emails
-                                                                 if "@" in row.get(c, "")},
-                _names(row.get("Student", ""))]
+        keys = [
+            {_norm(login)},
+            {_norm(login.partition("@")[0])} if "@" in login else set(),
+            {_norm(row[c]) for c in emails if row.get(c)}
+            | {_norm(row[c].partition("@")[0]) for c in emails if "@" in row.get(c, "")},
+            _names(row.get("Student", "")),
+        ]
         for table, ks in zip(tables, keys, strict=True):
             for k in ks - {""}:
                 table.setdefault(k, []).append(i)
@@ -137,12 +156,18 @@ def write_import(imp: CanvasImport, path: Path) -> Path:
 def canvas_warnings(imp: CanvasImport) -> list[str]:
     out = []
     if imp.unmatched_folders:
-        out.append(f"Canvas: {len(imp.unmatched_folders)} submission folder(s) match no student in the export: "
-                   f"{', '.join(imp.unmatched_folders[:10])}")
+        out.append(
+            f"Canvas: {len(imp.unmatched_folders)} submission folder(s) match no student in the export: "
+            f"{', '.join(imp.unmatched_folders[:10])}"
+        )
     if imp.ambiguous:
-        out.append(f"Canvas: {len(imp.ambiguous)} folder(s) match several students (left out): "
-                   f"{', '.join(imp.ambiguous[:10])}")
+        out.append(
+            f"Canvas: {len(imp.ambiguous)} folder(s) match several students (left out): "
+            f"{', '.join(imp.ambiguous[:10])}"
+        )
     if imp.unmatched_students:
-        out.append(f"Canvas: {len(imp.unmatched_students)} student(s) have no submission folder (left blank): "
-                   f"{', '.join(' '.join(s.split()) for s in imp.unmatched_students[:10])}")
+        out.append(
+            f"Canvas: {len(imp.unmatched_students)} student(s) have no submission folder (left blank): "
+            f"{', '.join(' '.join(s.split()) for s in imp.unmatched_students[:10])}"
+        )
     return out

@@ -38,20 +38,31 @@ _GRADING = threading.Lock()
 def check_address(address: str) -> None:
     """A usage error (exit 2), not a traceback, for a bad address or a missing extra."""
     if not (LOCAL.match(address) or REMOTE.match(address)):
-        raise UsageError(f"bad --dask address {address!r}",
-                         "use a scheduler address such as tcp://10.0.0.5:8786, or local[:N] for N local workers")
+        raise UsageError(
+            f"bad --dask address {address!r}",
+            "use a scheduler address such as tcp://10.0.0.5:8786, or local[:N] for N local workers",
+        )
     m = LOCAL.match(address)
     if m and m.group(1) is not None and int(m.group(1)) < 1:
         raise UsageError("--dask local:N needs at least one worker")
     try:
         import distributed  # noqa: F401
     except ImportError:
-        raise UsageError("--dask needs Dask's distributed scheduler, which is not installed",
-                         'install it with: python -m pip install "attnkata[cluster]"') from None
+        raise UsageError(
+            "--dask needs Dask's distributed scheduler, which is not installed",
+            'install it with: python -m pip install "attnkata[cluster]"',
+        ) from None
 
 
-def grade_remote(kata_id: str, name: str, source: bytes, kata_hash: str, limits: tuple[float, float, int],
-                 lang: str, policy: tuple[str, tuple[str, ...]]) -> dict[str, Any]:
+def grade_remote(
+    kata_id: str,
+    name: str,
+    source: bytes,
+    kata_hash: str,
+    limits: tuple[float, float, int],
+    lang: str,
+    policy: tuple[str, tuple[str, ...]],
+) -> dict[str, Any]:
     """Runs on a Dask worker: grade `source` (saved as `name`) like a local grading worker."""
     from attnkata.checker.proxy import Limits
     from attnkata.checker.runner import check
@@ -65,9 +76,13 @@ def grade_remote(kata_id: str, name: str, source: bytes, kata_hash: str, limits:
         except Exception as exc:  # noqa: BLE001 - reported to the grading process, not raised
             mine = f"unavailable ({exc})"
         if mine != kata_hash:
-            return {"ok": False, "kind": "grader-broken", "seconds": 0.0,
-                    "message": f"the Dask worker's {kata_id} is not the set's ({mine[:19]}...): install the "
-                               f"same attnkata on every worker"}
+            return {
+                "ok": False,
+                "kind": "grader-broken",
+                "seconds": 0.0,
+                "message": f"the Dask worker's {kata_id} is not the set's ({mine[:19]}...): install the "
+                f"same attnkata on every worker",
+            }
         lim = Limits(call_timeout=limits[0], total_timeout=limits[1], memory_mb=limits[2])
         with tempfile.TemporaryDirectory(prefix="attnkata-dask-") as tmp:
             path = Path(tmp) / name
@@ -106,15 +121,31 @@ def _connect(address: str, jobs: int) -> tuple[Any, Any]:
     m = LOCAL.match(address)
     if m is None:
         return Client(address, timeout="30s"), None
-    cluster = LocalCluster(n_workers=int(m.group(1) or jobs), threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+    cluster = LocalCluster(
+        n_workers=int(m.group(1) or jobs),
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
     return Client(cluster), cluster
 
 
-def run_dask(tasks: list[Any], *, address: str, kata_hashes: dict[str, str], jobs: int,
-             limits: tuple[float, float, int], lang: str, log_path: Path, watchdog: float,
-             on_reply: Callable[[Any, dict[str, Any]], None], tick: Callable[[], None] = lambda: None,
-             kata_ids: list[str] | None = None, policy: tuple[str, tuple[str, ...]] = ("flag", ())) -> None:
+def run_dask(
+    tasks: list[Any],
+    *,
+    address: str,
+    kata_hashes: dict[str, str],
+    jobs: int,
+    limits: tuple[float, float, int],
+    lang: str,
+    log_path: Path,
+    watchdog: float,
+    on_reply: Callable[[Any, dict[str, Any]], None],
+    tick: Callable[[], None] = lambda: None,
+    kata_ids: list[str] | None = None,
+    policy: tuple[str, tuple[str, ...]] = ("flag", ()),
+) -> None:
     """`run_pool`'s contract on a Dask cluster: `on_reply(task, reply)` runs here, per task."""
     if not tasks:
         return
@@ -130,8 +161,18 @@ def run_dask(tasks: list[Any], *, address: str, kata_hashes: dict[str, str], job
         futures = {}
         for t in tasks:
             source = Path(t.path).read_bytes()
-            fut = client.submit(grade_remote, t.kata, Path(t.path).name, source, kata_hashes[t.kata], limits,
-                                lang, policy, pure=False, key=f"attnkata-grade-{t.index}-{t.sha256[:16]}")
+            fut = client.submit(
+                grade_remote,
+                t.kata,
+                Path(t.path).name,
+                source,
+                kata_hashes[t.kata],
+                limits,
+                lang,
+                policy,
+                pure=False,
+                key=f"attnkata-grade-{t.index}-{t.sha256[:16]}",
+            )
             futures[fut] = t
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         # Queued tasks wait for a worker: the watchdog covers the whole queue, not one task.
@@ -143,18 +184,31 @@ def run_dask(tasks: list[Any], *, address: str, kata_hashes: dict[str, str], job
                 try:
                     reply = _relocate(fut.result(), task.path)
                 except FutureCancelledError:
-                    reply = {"ok": False, "kind": "grader-internal-error", "message": "the Dask task was cancelled"}
+                    reply = {
+                        "ok": False,
+                        "kind": "grader-internal-error",
+                        "message": "the Dask task was cancelled",
+                    }
                 except Exception as exc:  # noqa: BLE001 - KilledWorker, a lost connection: never stop the batch
                     killed = type(exc).__name__ == "KilledWorker"
-                    reply = {"ok": False, "kind": "grader-process-died" if killed else "grader-internal-error",
-                             "message": f"{type(exc).__name__}: {exc}"[:1500]}
+                    reply = {
+                        "ok": False,
+                        "kind": "grader-process-died" if killed else "grader-internal-error",
+                        "message": f"{type(exc).__name__}: {exc}"[:1500],
+                    }
                 on_reply(task, reply)
             if pending and time.monotonic() > deadline:
                 for fut, task in list(pending.items()):
                     fut.cancel()
-                    on_reply(task, {"ok": False, "kind": "watchdog",
-                                    "message": f"the Dask cluster did not finish grading within {watchdog:g} s per "
-                                               f"task; stopped"})
+                    on_reply(
+                        task,
+                        {
+                            "ok": False,
+                            "kind": "watchdog",
+                            "message": f"the Dask cluster did not finish grading within {watchdog:g} s per "
+                            f"task; stopped",
+                        },
+                    )
                 pending.clear()
             tick()
             if pending:

@@ -69,8 +69,12 @@ class CreateOptions:
     force: bool = False
     timeout: float | None = None
     call_timeout: float | None = None
-    policy: str = DEFAULT_POLICY  # what a static-policy finding costs: "flag", "zero" or "penalty:<fraction>"
-    allow_imports: list[str] = field(default_factory=list)  # modules allowed beyond the policy's list
+    policy: str = (
+        DEFAULT_POLICY  # what a static-policy finding costs: "flag", "zero" or "penalty:<fraction>"
+    )
+    allow_imports: list[str] = field(
+        default_factory=list
+    )  # modules allowed beyond the policy's list
     warnings: list[str] = field(default_factory=list)
 
 
@@ -102,14 +106,21 @@ def _prepare_out(out: Path, force: bool) -> None:
         raise UsageError(f"{out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()):
         if not force:
-            raise UsageError(f"{out} already exists and is not empty", "pass --force to replace a problem set there")
+            raise UsageError(
+                f"{out} already exists and is not empty",
+                "pass --force to replace a problem set there",
+            )
         if not (out / MANIFEST_PATH).is_file():
             # --force only ever replaces a problem set: never someone's unrelated folder.
-            raise UsageError(f"{out} is not a problem set; refusing to replace it, even with --force")
+            raise UsageError(
+                f"{out} is not a problem set; refusing to replace it, even with --force"
+            )
         results = out / "instructor" / "results"
         if results.is_dir() and any(results.iterdir()):
-            raise UsageError(f"{out} holds grading results ({results}); refusing to replace it",
-                             "move the results elsewhere first, or create the new set in another folder")
+            raise UsageError(
+                f"{out} holds grading results ({results}); refusing to replace it",
+                "move the results elsewhere first, or create the new set in another folder",
+            )
 
 
 def student_file(kata: Kata, level: str) -> str:
@@ -144,51 +155,90 @@ def create_set(opts: CreateOptions, log: Callable[[str], None] | None = None) ->
             folder = student / kata.id
             folder.mkdir(parents=True)
             for lang in langs:
-                (folder / kata.statement_path(lang).name).write_text(kata.statement(lang), encoding="utf-8")
-            (folder / kata.solution_file).write_text(student_file(kata, opts.level), encoding="utf-8")
+                (folder / kata.statement_path(lang).name).write_text(
+                    kata.statement(lang), encoding="utf-8"
+                )
+            (folder / kata.solution_file).write_text(
+                student_file(kata, opts.level), encoding="utf-8"
+            )
             doc, _skipped, recorded = samples.build_samples(kata, opts.public_tests, opts.seed)
             n = samples.write_doc(kata, folder, doc)
             if n < opts.public_tests:
-                opts.warnings.append(f"{kata.id}: {n} public sample(s) instead of {opts.public_tests} "
-                                     f"(the grader has no more tests that can be shared)")
-            failing = [t.id for t in recorded if t.status not in ("pass", "skip") and t.tier in kata.required_tiers]
+                opts.warnings.append(
+                    f"{kata.id}: {n} public sample(s) instead of {opts.public_tests} "
+                    f"(the grader has no more tests that can be shared)"
+                )
+            failing = [
+                t.id
+                for t in recorded
+                if t.status not in ("pass", "skip") and t.tier in kata.required_tiers
+            ]
             if failing:
-                raise KataDefinitionError(f"{kata.id}: the reference fails its own grader ({', '.join(failing[:5])})")
+                raise KataDefinitionError(
+                    f"{kata.id}: the reference fails its own grader ({', '.join(failing[:5])})"
+                )
             tests: dict[str, int] = {}
             for t in recorded:
                 if t.status != "skip":
                     tests[t.tier] = tests.get(t.tier, 0) + 1
-            entries.append(KataEntry(
-                id=kata.id, title={"en": kata.title.en, "zh": kata.title.zh}, version=kata_version(kata),
-                hash=kata_hash(kata), solution_file=kata.solution_file, entry_points=list(kata.entry_points),
-                required_tiers=list(kata.required_tiers), difficulty=kata.difficulty, minutes=kata.minutes,
-                tests=tests, public_samples=n,
-            ))
+            entries.append(
+                KataEntry(
+                    id=kata.id,
+                    title={"en": kata.title.en, "zh": kata.title.zh},
+                    version=kata_version(kata),
+                    hash=kata_hash(kata),
+                    solution_file=kata.solution_file,
+                    entry_points=list(kata.entry_points),
+                    required_tiers=list(kata.required_tiers),
+                    difficulty=kata.difficulty,
+                    minutes=kata.minutes,
+                    tests=tests,
+                    public_samples=n,
+                )
+            )
             (instructor / "reference").mkdir(parents=True, exist_ok=True)
             shutil.copy2(reference_file(kata), instructor / "reference" / reference_file(kata).name)
             (instructor / "graders" / kata.id).mkdir(parents=True, exist_ok=True)
             shutil.copy2(kata.grader_path, instructor / "graders" / kata.id / kata.grader_path.name)
         grading = GradingConfig(
-            tier_weights=dict(opts.tier_weights) if opts.tier_weights else GradingConfig().tier_weights,
-            points={k.id: float(opts.points) for k in katas}, due=due, late_penalty=opts.late_penalty,
-            policy=opts.policy, allow_imports=list(opts.allow_imports),
+            tier_weights=dict(opts.tier_weights)
+            if opts.tier_weights
+            else GradingConfig().tier_weights,
+            points={k.id: float(opts.points) for k in katas},
+            due=due,
+            late_penalty=opts.late_penalty,
+            policy=opts.policy,
+            allow_imports=list(opts.allow_imports),
         )
         if opts.timeout is not None:
             grading.timeout = opts.timeout
         if opts.call_timeout is not None:
             grading.call_timeout = opts.call_timeout
         manifest = Manifest(
-            title=title, katas=entries, grading=grading, created=created,
-            options={"level": opts.level, "lang": opts.lang, "public_tests": opts.public_tests, "seed": opts.seed},
+            title=title,
+            katas=entries,
+            grading=grading,
+            created=created,
+            options={
+                "level": opts.level,
+                "lang": opts.lang,
+                "public_tests": opts.public_tests,
+                "seed": opts.seed,
+            },
         )
         say("README and handout")
         (student / "README.md").write_text(student_readme(manifest), encoding="utf-8")
         (student / "handout.html").write_text(
-            render_handout(title, katas, lang=opts.lang, level=opts.level, due=due, created=created[:10]),
-            encoding="utf-8")
+            render_handout(
+                title, katas, lang=opts.lang, level=opts.level, due=due, created=created[:10]
+            ),
+            encoding="utf-8",
+        )
         leaks = find_leaks(student, katas)
         if leaks:
-            raise KataDefinitionError("the student folder would leak hidden material:\n  - " + "\n  - ".join(leaks[:10]))
+            raise KataDefinitionError(
+                "the student folder would leak hidden material:\n  - " + "\n  - ".join(leaks[:10])
+            )
         manifest.files = bundle_files(tmp)
         write_manifest(tmp, manifest)
         if out.exists():
@@ -234,19 +284,30 @@ def _public_lines(kata: Kata) -> set[str]:
 def find_leaks(student: Path, katas: list[Kata], min_length: int = 16) -> list[str]:
     """What in `student` comes from hidden material: a line of a reference's solution regions
     or of a hidden grader (that is not also public), or an import of attnkata."""
-    files = {p: _visible_text(p) for p in sorted(student.rglob("*")) if p.is_file() and p.suffix in
-             (".py", ".md", ".html", ".json", ".txt")}
+    files = {
+        p: _visible_text(p)
+        for p in sorted(student.rglob("*"))
+        if p.is_file() and p.suffix in (".py", ".md", ".html", ".json", ".txt")
+    }
     leaks = []
     for kata in katas:
         public = _public_lines(kata)
-        secret = {("reference", ln) for ln in _solution_lines(reference_file(kata).read_text(encoding="utf-8"))}
-        secret |= {("grader", ln.strip()) for ln in kata.grader_path.read_text(encoding="utf-8").splitlines()}
+        secret = {
+            ("reference", ln)
+            for ln in _solution_lines(reference_file(kata).read_text(encoding="utf-8"))
+        }
+        secret |= {
+            ("grader", ln.strip())
+            for ln in kata.grader_path.read_text(encoding="utf-8").splitlines()
+        }
         secret = {(what, ln) for what, ln in secret if len(ln) >= min_length and ln not in public}
         for path, text in files.items():
             present = {ln.strip() for ln in text.splitlines()}
             for what, ln in sorted(secret):
                 if ln in present:
-                    leaks.append(f"{path.relative_to(student)}: a line of the {kata.id} {what}: {ln[:80]!r}")
+                    leaks.append(
+                        f"{path.relative_to(student)}: a line of the {kata.id} {what}: {ln[:80]!r}"
+                    )
     for path, text in files.items():
         if re.search(r"^\s*(from|import)\s+attnkata\b", text, re.M):
             leaks.append(f"{path.relative_to(student)}: imports attnkata")

@@ -87,6 +87,7 @@ def _install_text(install: Install, python: str, where: str) -> str:
 
 def _copy_set(bundle: Path, dest: Path) -> None:
     """The bundle without its grading results (they hold other students' work)."""
+
     def ignore(folder: str, names: list[str]) -> set[str]:
         here = Path(folder).resolve()
         skip = {n for n in names if n in ("__pycache__", ".DS_Store")}
@@ -163,9 +164,15 @@ def export_gradescope(bundle: Path, out: Path, install: Install) -> Path:
         out = out / "autograder.zip"  # a folder (existing or not) gets Gradescope's usual name
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    setup = SETUP_SH.format(version=__version__, source=_source(install),
-                            install=_install_text(install, "$VENV/bin/python", "$HERE"))
-    with tempfile.TemporaryDirectory(prefix="attnkata-export-") as carried, zipfile.ZipFile(tmp, "w") as z:
+    setup = SETUP_SH.format(
+        version=__version__,
+        source=_source(install),
+        install=_install_text(install, "$VENV/bin/python", "$HERE"),
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="attnkata-export-") as carried,
+        zipfile.ZipFile(tmp, "w") as z,
+    ):
         _zip_add(z, "setup.sh", setup.encode(), executable=True)
         _zip_add(z, "run_autograder", RUN_AUTOGRADER.encode(), executable=True)
         install.carry(Path(carried))
@@ -174,7 +181,11 @@ def export_gradescope(bundle: Path, out: Path, install: Install) -> Path:
                 _zip_add(z, p.relative_to(carried).as_posix(), p.read_bytes())
         for p in sorted(bundle.rglob("*")):
             rel = p.relative_to(bundle)
-            if p.is_file() and not rel.as_posix().startswith("instructor/results/") and "__pycache__" not in rel.parts:
+            if (
+                p.is_file()
+                and not rel.as_posix().startswith("instructor/results/")
+                and "__pycache__" not in rel.parts
+            ):
                 _zip_add(z, f"set/{rel.as_posix()}", p.read_bytes())
     os.replace(tmp, out)
     return out
@@ -218,14 +229,26 @@ def export_prairielearn(bundle: Path, out: Path, install: Install, manifest: Man
     (files / "run.sh").chmod(0o755)
     install.carry(out)
     (out / "wheels").mkdir(exist_ok=True)  # COPY needs the folder even when nothing is carried
-    install_lines = "".join(f"    {line}; \\\n" for line in install.lines("python", "/tmp/attnkata"))
-    (out / "Dockerfile").write_text(DOCKERFILE.format(image=PL_IMAGE, version=__version__, source=_source(install),
-                                                      install=install_lines), encoding="utf-8")
+    install_lines = "".join(
+        f"    {line}; \\\n" for line in install.lines("python", "/tmp/attnkata")
+    )
+    (out / "Dockerfile").write_text(
+        DOCKERFILE.format(
+            image=PL_IMAGE, version=__version__, source=_source(install), install=install_lines
+        ),
+        encoding="utf-8",
+    )
     # Candidates get the set's time per file; the container a little more for start-up.
     timeout = int(manifest.grading.timeout * len(manifest.katas) + 120)
-    info = {"externalGradingOptions": {"enabled": True, "image": f"{PL_IMAGE}:{__version__}",
-                                       "entrypoint": "/grade/serverFilesCourse/attnkata/run.sh",
-                                       "serverFilesCourse": ["attnkata/"], "timeout": timeout}}
+    info = {
+        "externalGradingOptions": {
+            "enabled": True,
+            "image": f"{PL_IMAGE}:{__version__}",
+            "entrypoint": "/grade/serverFilesCourse/attnkata/run.sh",
+            "serverFilesCourse": ["attnkata/"],
+            "timeout": timeout,
+        }
+    }
     (out / "info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return out
 
@@ -234,7 +257,9 @@ def export_prairielearn(bundle: Path, out: Path, install: Install, manifest: Man
 GITHUB_HOME = ".github/attnkata"
 
 
-def workflow(manifest: Manifest, install: Install | None = None, set_path: str = f"{GITHUB_HOME}/set") -> str:
+def workflow(
+    manifest: Manifest, install: Install | None = None, set_path: str = f"{GITHUB_HOME}/set"
+) -> str:
     """`.github/workflows/classroom.yml`: one step per kata, then the grading reporter."""
     install = install or Install(from_index=True)
     steps = []
@@ -245,7 +270,10 @@ def workflow(manifest: Manifest, install: Install | None = None, set_path: str =
         timeout-minutes: {minutes}
         run: kata set autograde {set_path} . --kata {k.id} --format github-classroom --github-output >> "$GITHUB_OUTPUT"
 """)
-    env = "".join(f"          {k.id.upper()}_RESULTS: \"${{{{ steps.{k.id}.outputs.result }}}}\"\n" for k in manifest.katas)
+    env = "".join(
+        f'          {k.id.upper()}_RESULTS: "${{{{ steps.{k.id}.outputs.result }}}}"\n'
+        for k in manifest.katas
+    )
     runners = ",".join(manifest.kata_ids)
     lines = "".join(f"          {ln}\n" for ln in install.lines("python", GITHUB_HOME))
     return f"""# attnkata {__version__}: {manifest.title}
@@ -270,7 +298,7 @@ jobs:
           python-version: '3.12'
       - name: Install attnkata
         run: |
-{lines}{''.join(steps)}      - name: Autograding Reporter
+{lines}{"".join(steps)}      - name: Autograding Reporter
         uses: classroom-resources/autograding-grading-reporter@v1
         env:
 {env}        with:
@@ -282,7 +310,10 @@ def export_github(bundle: Path, out: Path, install: Install, manifest: Manifest)
     wf = out / ".github" / "workflows" / "classroom.yml"
     home = out / GITHUB_HOME
     if wf.exists() or home.exists():
-        raise UsageError(f"{out} already has an attnkata workflow or set", "export into a fresh template repository")
+        raise UsageError(
+            f"{out} already has an attnkata workflow or set",
+            "export into a fresh template repository",
+        )
     _copy_set(bundle, home / "set")
     install.carry(home)
     wf.parent.mkdir(parents=True, exist_ok=True)
@@ -290,7 +321,9 @@ def export_github(bundle: Path, out: Path, install: Install, manifest: Manifest)
     return wf
 
 
-def resolve_install(wheel: Path | None, from_index: bool, index_url: str | None, lang: str = "en") -> Install:
+def resolve_install(
+    wheel: Path | None, from_index: bool, index_url: str | None, lang: str = "en"
+) -> Install:
     """The given wheel; attnkata from an index (`from_index`, or an `index_url`); else the
     wheel of this attnkata, built now."""
     if wheel is not None and (from_index or index_url):
@@ -298,17 +331,30 @@ def resolve_install(wheel: Path | None, from_index: bool, index_url: str | None,
     if index_url is not None and not index_url.startswith(("https://", "http://", "file://")):
         raise UsageError(msg("export.bad_index", lang, url=index_url))
     if from_index or index_url:
-        return Install(from_index=True, index_url=index_url,
-                       notes=[msg("export.note_index", lang, version=__version__, index=index_url or PYPI)])
+        return Install(
+            from_index=True,
+            index_url=index_url,
+            notes=[msg("export.note_index", lang, version=__version__, index=index_url or PYPI)],
+        )
     if wheel is not None:
         if not (wheel.is_file() and wheel.name.startswith("attnkata-") and wheel.suffix == ".whl"):
-            raise UsageError(msg("export.not_a_wheel", lang, path=wheel), msg("export.not_a_wheel_hint", lang))
+            raise UsageError(
+                msg("export.not_a_wheel", lang, path=wheel), msg("export.not_a_wheel_hint", lang)
+            )
         return Install(wheel=wheel, notes=[msg("export.note_wheel", lang, wheel=wheel.name)])
     return Install(wheel=None)
 
 
-def export_set(bundle: Path, target: str, out: Path, wheel: Path | None = None, *, from_index: bool = False,
-               index_url: str | None = None, lang: str = "en") -> tuple[Path, list[str]]:
+def export_set(
+    bundle: Path,
+    target: str,
+    out: Path,
+    wheel: Path | None = None,
+    *,
+    from_index: bool = False,
+    index_url: str | None = None,
+    lang: str = "en",
+) -> tuple[Path, list[str]]:
     """Export the verified set in `bundle` for `target`: returns the main file written and
     notes for the instructor (what the autograder installs attnkata from)."""
     if target not in TARGETS:

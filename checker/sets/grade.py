@@ -131,17 +131,28 @@ def locate(folder: Path, solution_file: str) -> tuple[Path | None, list[str]]:
         return None, [f"{solution_file} is a symbolic link; symlinks are not accepted"]
     if direct.is_file():
         return direct, []
-    found = sorted((p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()
-                    and p.name.lower() == solution_file.lower() and _visible(p, folder)),
-                   key=lambda p: (len(p.parts), p.name != solution_file, str(p)))
+    found = sorted(
+        (
+            p
+            for p in folder.rglob("*")
+            if p.is_file()
+            and not p.is_symlink()
+            and p.name.lower() == solution_file.lower()
+            and _visible(p, folder)
+        ),
+        key=lambda p: (len(p.parts), p.name != solution_file, str(p)),
+    )
     if found:
         rel = found[0].relative_to(folder).as_posix()
         notes = [f"graded {rel} (expected {solution_file} at the top of the folder)"]
         if len(found) > 1:
             notes.append(f"{len(found)} candidates found; graded the first one: {rel}")
         return found[0], notes
-    others = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.py")
-                    if p.is_file() and _visible(p, folder))
+    others = sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*.py")
+        if p.is_file() and _visible(p, folder)
+    )
     note = f"no {solution_file}"
     if others:
         note += f" (found: {', '.join(others[:5])}{', ...' if len(others) > 5 else ''})"
@@ -151,15 +162,24 @@ def locate(folder: Path, solution_file: str) -> tuple[Path | None, list[str]]:
 def discover(submissions: Path) -> tuple[list[str], list[str]]:
     """Student folder names (sorted) and warnings about what was ignored."""
     if not submissions.is_dir():
-        raise UsageError(f"{submissions} is not a folder", "SUBMISSIONS holds one folder per student")
+        raise UsageError(
+            f"{submissions} is not a folder", "SUBMISSIONS holds one folder per student"
+        )
     students, loose = [], []
     for p in sorted(submissions.iterdir()):
         if p.name.startswith((".", "__")):
             continue
         (students if p.is_dir() and not p.is_symlink() else loose).append(p.name)
-    warnings = [f"ignored {len(loose)} item(s) that are not student folders: {', '.join(loose[:5])}"] if loose else []
+    warnings = (
+        [f"ignored {len(loose)} item(s) that are not student folders: {', '.join(loose[:5])}"]
+        if loose
+        else []
+    )
     if not students:
-        raise UsageError(f"{submissions} has no student folders", "put each student's files in a folder named after them")
+        raise UsageError(
+            f"{submissions} has no student folders",
+            "put each student's files in a folder named after them",
+        )
     return students, warnings
 
 
@@ -190,8 +210,11 @@ class Journal:
         if self._f is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # A previous run killed mid-line leaves a partial line: start on a fresh one.
-            needs_newline = self.path.is_file() and self.path.stat().st_size > 0 and \
-                self.path.read_bytes()[-1:] != b"\n"
+            needs_newline = (
+                self.path.is_file()
+                and self.path.stat().st_size > 0
+                and self.path.read_bytes()[-1:] != b"\n"
+            )
             self._f = self.path.open("a", encoding="utf-8")
             if needs_newline:
                 self._f.write("\n")
@@ -207,8 +230,14 @@ class Journal:
 
 
 # -- workers ---------------------------------------------------------------------------------
-def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, log_path: str,
-                 scratch: str, policy: tuple[str, tuple[str, ...]] = ("flag", ())) -> None:
+def _worker_main(
+    conn: Connection,
+    limits: tuple[float, float, int],
+    lang: str,
+    log_path: str,
+    scratch: str,
+    policy: tuple[str, tuple[str, ...]] = ("flag", ()),
+) -> None:
     """A grading worker: grade what the parent sends until it sends None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
     # Candidates' log files go to the run's scratch folder, which the parent removes: a
@@ -245,11 +274,22 @@ def _worker_main(conn: Connection, limits: tuple[float, float, int], lang: str, 
 
 
 class _Worker:
-    def __init__(self, ctx: Any, limits: tuple[float, float, int], lang: str, log_path: str, scratch: str,
-                 policy: tuple[str, tuple[str, ...]] = ("flag", ())) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        limits: tuple[float, float, int],
+        lang: str,
+        log_path: str,
+        scratch: str,
+        policy: tuple[str, tuple[str, ...]] = ("flag", ()),
+    ) -> None:
         parent_end, child_end = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child_end, limits, lang, log_path, scratch, policy),
-                                name="attnkata-grader", daemon=True)
+        self.proc = ctx.Process(
+            target=_worker_main,
+            args=(child_end, limits, lang, log_path, scratch, policy),
+            name="attnkata-grader",
+            daemon=True,
+        )
         self.proc.start()
         child_end.close()
         self.conn: Connection = parent_end
@@ -286,10 +326,19 @@ class _Worker:
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
-def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int], lang: str,
-             log_path: Path, watchdog: float, on_reply: Callable[[_Task, dict[str, Any]], None],
-             tick: Callable[[], None] = lambda: None, kata_ids: list[str] | None = None,
-             policy: tuple[str, tuple[str, ...]] = ("flag", ())) -> None:
+def run_pool(
+    tasks: list[_Task],
+    *,
+    jobs: int,
+    limits: tuple[float, float, int],
+    lang: str,
+    log_path: Path,
+    watchdog: float,
+    on_reply: Callable[[_Task, dict[str, Any]], None],
+    tick: Callable[[], None] = lambda: None,
+    kata_ids: list[str] | None = None,
+    policy: tuple[str, tuple[str, ...]] = ("flag", ()),
+) -> None:
     """Grade `tasks` on `jobs` forked workers; `on_reply(task, reply)` runs in this process
     as each one finishes (replies: {"ok": True, "result": ...} or {"ok": False, "kind", "message"}).
     `policy`: the static policy's mode and extra allowed imports (from the set's manifest)."""
@@ -312,7 +361,9 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
         # recorded); workers that die idle again and again are attnkata's problem.
         failures += idle
         if failures > 3 * jobs + 3:
-            raise RuntimeError(f"grading workers keep dying before they take any work; see {log_path}")
+            raise RuntimeError(
+                f"grading workers keep dying before they take any work; see {log_path}"
+            )
         workers[i].kill()
         workers[i] = spawn()
 
@@ -322,8 +373,15 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
         if kind == "grader-process-died" and task.attempts < 2:
             queue.appendleft(task)  # a fluke gets a second chance on a fresh worker
             return
-        on_reply(task, {"ok": False, "kind": kind, "message": message,
-                        "seconds": round(time.monotonic() - w.started, 3)})
+        on_reply(
+            task,
+            {
+                "ok": False,
+                "kind": kind,
+                "message": message,
+                "seconds": round(time.monotonic() - w.started, 3),
+            },
+        )
 
     try:
         while queue or any(w.task for w in workers):
@@ -352,8 +410,11 @@ def run_pool(tasks: list[_Task], *, jobs: int, limits: tuple[float, float, int],
                     failures = 0
                     task, w.task = w.task, None
                     if index != task.index:  # cannot happen with one task in flight; never drop one
-                        reply = {"ok": False, "kind": "grader-internal-error",
-                                 "message": f"worker answered task {index} for task {task.index}"}
+                        reply = {
+                            "ok": False,
+                            "kind": "grader-internal-error",
+                            "message": f"worker answered task {index} for task {task.index}",
+                        }
                     on_reply(task, reply)
                     w.done += 1
                     if w.done >= RECYCLE_AFTER:
@@ -379,7 +440,9 @@ def _death(w: _Worker) -> str:
     w.proc.join(1)
     code = w.proc.exitcode
     how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-    return f"the grading process ended while grading this file ({how}); your code may have killed it"
+    return (
+        f"the grading process ended while grading this file ({how}); your code may have killed it"
+    )
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -393,14 +456,22 @@ _SYNTHETIC = {
 }
 
 
-def synthetic_result(kata: str, path: str, kind: str, message: str, lang: str,
-                     required_tiers: list[str]) -> Result:
+def synthetic_result(
+    kata: str, path: str, kind: str, message: str, lang: str, required_tiers: list[str]
+) -> Result:
     status = _SYNTHETIC.get(kind, ERROR)
     title = msg(f"grade.synthetic.{kind if kind in _SYNTHETIC else 'other'}", lang)
     diag_id = "timeout" if kind == "watchdog" else kind
-    return Result(kata=kata, solution=path, status=status, required_tiers=required_tiers, lang=lang,
-                  diagnostics=[Diagnostic(id=diag_id, severity="essential", title=title,
-                                          explanation=message)])
+    return Result(
+        kata=kata,
+        solution=path,
+        status=status,
+        required_tiers=required_tiers,
+        lang=lang,
+        diagnostics=[
+            Diagnostic(id=diag_id, severity="essential", title=title, explanation=message)
+        ],
+    )
 
 
 def _limits(manifest: Manifest, opts: GradeOptions) -> tuple[float, float, int]:
@@ -423,8 +494,12 @@ def default_out(bundle: Path, submissions: Path) -> Path:
     return bundle / "instructor" / "results" / submissions.resolve().name
 
 
-def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
-              progress: ProgressFn | None = None) -> ClassResults:
+def grade_set(
+    bundle: Path,
+    submissions: Path,
+    opts: GradeOptions | None = None,
+    progress: ProgressFn | None = None,
+) -> ClassResults:
     """Grade every student folder in `submissions` against the set in `bundle`."""
     opts = opts or GradeOptions()
     bundle, submissions = Path(bundle), Path(submissions)
@@ -432,7 +507,10 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
     if opts.katas:
         unknown = sorted(set(opts.katas) - set(manifest.kata_ids))
         if unknown:
-            raise UsageError(f"the set has no kata {', '.join(unknown)}", f"its katas: {', '.join(manifest.kata_ids)}")
+            raise UsageError(
+                f"the set has no kata {', '.join(unknown)}",
+                f"its katas: {', '.join(manifest.kata_ids)}",
+            )
         manifest.katas = [k for k in manifest.katas if k.id in opts.katas]
     lang = opts.lang or ("zh" if manifest.options.get("lang") == "zh" else "en")
     if lang not in ("en", "zh"):
@@ -443,7 +521,9 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
         raise UsageError("--jobs must be at least 1")
     deadline_text = parse_deadline(opts.deadline) if opts.deadline else manifest.grading.due
     deadline = datetime.fromisoformat(deadline_text).timestamp() if deadline_text else None
-    penalty = check_penalty(opts.late_penalty if opts.late_penalty is not None else manifest.grading.late_penalty)
+    penalty = check_penalty(
+        opts.late_penalty if opts.late_penalty is not None else manifest.grading.late_penalty
+    )
     out = Path(opts.out) if opts.out else default_out(bundle, submissions)
     out.mkdir(parents=True, exist_ok=True)
     students, found_warnings = discover(submissions)
@@ -455,8 +535,15 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
     entries: dict[tuple[str, str], Entry] = {}
     tasks: list[_Task] = []
     policy = (manifest.grading.policy, tuple(sorted(manifest.grading.allow_imports)))
-    config = {"call_timeout": limits[0], "timeout": limits[1], "memory_mb": limits[2], "lang": lang,
-              "attnkata": __version__, "policy": policy[0], "allow_imports": list(policy[1])}
+    config = {
+        "call_timeout": limits[0],
+        "timeout": limits[1],
+        "memory_mb": limits[2],
+        "lang": lang,
+        "attnkata": __version__,
+        "policy": policy[0],
+        "allow_imports": list(policy[1]),
+    }
     kata_by_id = {k.id: k for k in manifest.katas}
     for student in students:
         for k in manifest.katas:
@@ -470,13 +557,20 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
             stat = path.stat()
             entry.late = deadline is not None and stat.st_mtime > deadline
             if entry.late:
-                when = datetime.fromtimestamp(stat.st_mtime).astimezone().isoformat(timespec="minutes")
+                when = (
+                    datetime.fromtimestamp(stat.st_mtime).astimezone().isoformat(timespec="minutes")
+                )
                 entry.notes.append(f"late: modified {when}, after the deadline {deadline_text}")
             if stat.st_size > MAX_FILE_BYTES:
                 entry.status = ERROR
-                entry.result = synthetic_result(k.id, str(path), "unreadable-file",
-                                                f"the file is {stat.st_size} bytes; the limit is {MAX_FILE_BYTES}",
-                                                lang, k.required_tiers).to_dict()
+                entry.result = synthetic_result(
+                    k.id,
+                    str(path),
+                    "unreadable-file",
+                    f"the file is {stat.st_size} bytes; the limit is {MAX_FILE_BYTES}",
+                    lang,
+                    k.required_tiers,
+                ).to_dict()
                 continue
             entry.sha256 = file_sha256(path)
             key = {"sha256": entry.sha256, "kata_hash": k.hash, "config": config}
@@ -486,8 +580,13 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
                 entry.reused = True
             else:
                 tasks.append(_Task(len(tasks), student, k.id, str(path.resolve()), entry.sha256))
-    counts = {"total": len(tasks), "done": 0, "failed": 0, "reused": sum(e.reused for e in entries.values()),
-              "missing": sum(e.path is None for e in entries.values())}
+    counts = {
+        "total": len(tasks),
+        "done": 0,
+        "failed": 0,
+        "reused": sum(e.reused for e in entries.values()),
+        "missing": sum(e.path is None for e in entries.values()),
+    }
     t0 = time.monotonic()
 
     def on_reply(task: _Task, reply: dict[str, Any]) -> None:
@@ -495,15 +594,32 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
         if reply.get("ok"):
             result = reply["result"]
         else:
-            result = synthetic_result(task.kata, task.path, reply.get("kind", ""), reply.get("message", ""),
-                                      lang, kata_by_id[task.kata].required_tiers).to_dict()
+            result = synthetic_result(
+                task.kata,
+                task.path,
+                reply.get("kind", ""),
+                reply.get("message", ""),
+                lang,
+                kata_by_id[task.kata].required_tiers,
+            ).to_dict()
         _apply(entry, result, reply.get("seconds", 0.0), manifest, penalty)
         if reply.get("ok") or reply.get("kind") not in _NOT_THE_SUBMISSION:
-            journal.append({"student": task.student, "kata": task.kata, "sha256": task.sha256,
-                            "kata_hash": kata_by_id[task.kata].hash, "config": config,
-                            "seconds": entry.seconds, "result": result, "ts": time.time()})
+            journal.append(
+                {
+                    "student": task.student,
+                    "kata": task.kata,
+                    "sha256": task.sha256,
+                    "kata_hash": kata_by_id[task.kata].hash,
+                    "config": config,
+                    "seconds": entry.seconds,
+                    "result": result,
+                    "ts": time.time(),
+                }
+            )
         else:
-            warnings.append(f"{task.student}/{task.kata}: {clip(str(reply.get('message', '')), 300)}")
+            warnings.append(
+                f"{task.student}/{task.kata}: {clip(str(reply.get('message', '')), 300)}"
+            )
         counts["done"] += 1
         counts["failed"] += entry.status != PASS
         if progress:
@@ -519,27 +635,59 @@ def grade_set(bundle: Path, submissions: Path, opts: GradeOptions | None = None,
         from attnkata.checker.sets.cluster import run_dask
 
         # Same tasks, replies and journal; only where the workers run differs.
-        runner = partial(run_dask, address=opts.dask, kata_hashes={k.id: k.hash for k in manifest.katas})
+        runner = partial(
+            run_dask, address=opts.dask, kata_hashes={k.id: k.hash for k in manifest.katas}
+        )
     try:
-        runner(tasks, jobs=jobs, limits=limits, lang=lang, log_path=out / "workers.log", watchdog=watchdog,
-               on_reply=on_reply, tick=(lambda: progress(dict(counts, last=None, status=None))) if progress else (lambda: None),
-               kata_ids=manifest.kata_ids, policy=policy)
+        runner(
+            tasks,
+            jobs=jobs,
+            limits=limits,
+            lang=lang,
+            log_path=out / "workers.log",
+            watchdog=watchdog,
+            on_reply=on_reply,
+            tick=(lambda: progress(dict(counts, last=None, status=None)))
+            if progress
+            else (lambda: None),
+            kata_ids=manifest.kata_ids,
+            policy=policy,
+        )
     finally:
         journal.close()
-    stats = {**counts, "graded": counts["done"], "seconds": round(time.monotonic() - t0, 3), "jobs": jobs,
-             "dask": opts.dask,
-             "limits": {"call_timeout": limits[0], "timeout": limits[1], "memory_mb": limits[2]},
-             "deadline": deadline_text, "late_penalty": penalty}
-    return ClassResults(manifest=manifest, bundle=bundle, submissions=submissions, out=out, students=students,
-                        entries=entries, lang=lang, warnings=warnings, stats=stats,
-                        graded_at=datetime.now().astimezone().isoformat(timespec="seconds"))
+    stats = {
+        **counts,
+        "graded": counts["done"],
+        "seconds": round(time.monotonic() - t0, 3),
+        "jobs": jobs,
+        "dask": opts.dask,
+        "limits": {"call_timeout": limits[0], "timeout": limits[1], "memory_mb": limits[2]},
+        "deadline": deadline_text,
+        "late_penalty": penalty,
+    }
+    return ClassResults(
+        manifest=manifest,
+        bundle=bundle,
+        submissions=submissions,
+        out=out,
+        students=students,
+        entries=entries,
+        lang=lang,
+        warnings=warnings,
+        stats=stats,
+        graded_at=datetime.now().astimezone().isoformat(timespec="seconds"),
+    )
 
 
-def _apply(entry: Entry, result: dict[str, Any], seconds: float, manifest: Manifest, penalty: float) -> None:
+def _apply(
+    entry: Entry, result: dict[str, Any], seconds: float, manifest: Manifest, penalty: float
+) -> None:
     entry.result = result
     entry.status = result.get("status", ERROR)
     entry.seconds = float(seconds or 0.0)
-    raw = score(result.get("tests", []), manifest.grading.tier_weights, entry.points) * policy_cost.factor(result)
+    raw = score(
+        result.get("tests", []), manifest.grading.tier_weights, entry.points
+    ) * policy_cost.factor(result)
     entry.score = round(raw * (1 - penalty) if entry.late else raw, 2)
     note = policy_cost.note(result, str(result.get("lang") or "en"))
     if note and note not in entry.notes:

@@ -110,8 +110,10 @@ def parse_weights(text: str) -> dict[str, float]:
         tier, sep, value = part.partition("=")
         tier = tier.strip()
         if not sep or tier not in TIERS:
-            raise UsageError(f"bad tier weight {part!r}", f"write e.g. core=0.6,edge=0.3,efficient=0.1 "
-                             f"(tiers: {', '.join(TIERS)})")
+            raise UsageError(
+                f"bad tier weight {part!r}",
+                f"write e.g. core=0.6,edge=0.3,efficient=0.1 (tiers: {', '.join(TIERS)})",
+            )
         try:
             weights[tier] = float(value)
         except ValueError:
@@ -121,11 +123,16 @@ def parse_weights(text: str) -> dict[str, float]:
 
 
 def check_weights(weights: dict[str, float], error: type[KataError]) -> None:
-    bad = [t for t, w in weights.items() if t not in TIERS or not isinstance(w, int | float)
-           or not math.isfinite(w) or w < 0]
+    bad = [
+        t
+        for t, w in weights.items()
+        if t not in TIERS or not isinstance(w, int | float) or not math.isfinite(w) or w < 0
+    ]
     if bad:
-        raise error(f"tier weights must be non-negative numbers for the tiers {', '.join(TIERS)}; "
-                    f"bad: {', '.join(map(str, bad))}")
+        raise error(
+            f"tier weights must be non-negative numbers for the tiers {', '.join(TIERS)}; "
+            f"bad: {', '.join(map(str, bad))}"
+        )
     if sum(weights.values()) <= 0:
         raise error("at least one tier weight must be positive")
 
@@ -147,19 +154,27 @@ def parse_policy(spec: object) -> tuple[str, float]:
                 fraction = -1.0
             if 0.0 <= fraction <= 1.0:
                 return "penalty", fraction
-    raise ValueError(f"policy must be one of {', '.join(POLICY_FORMS)} (a fraction between 0 and 1, "
-                     f"e.g. penalty:0.2), not {spec!r}")
+    raise ValueError(
+        f"policy must be one of {', '.join(POLICY_FORMS)} (a fraction between 0 and 1, "
+        f"e.g. penalty:0.2), not {spec!r}"
+    )
 
 
-def check_policy(mode: object, allow_imports: object, error: type[KataError], where: str = "manifest") -> None:
+def check_policy(
+    mode: object, allow_imports: object, error: type[KataError], where: str = "manifest"
+) -> None:
     """`policy` is "flag", "zero" or "penalty:<fraction>"; `allow_imports` a list of dotted module names."""
     try:
         parse_policy(mode)
     except ValueError as exc:
         raise error(f"{where}: {exc}") from None
     if not isinstance(allow_imports, list) or not all(
-            isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in allow_imports):
-        raise error(f"{where}: allow_imports must be a list of module names, e.g. [\"scipy\", \"scipy.special\"]")
+        isinstance(m, str) and m and all(part.isidentifier() for part in m.split("."))
+        for m in allow_imports
+    ):
+        raise error(
+            f'{where}: allow_imports must be a list of module names, e.g. ["scipy", "scipy.special"]'
+        )
 
 
 def parse_deadline(text: str) -> str:
@@ -167,7 +182,9 @@ def parse_deadline(text: str) -> str:
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise UsageError(f"bad deadline {text!r}", "write it as ISO 8601, e.g. 2025-06-01T23:59") from None
+        raise UsageError(
+            f"bad deadline {text!r}", "write it as ISO 8601, e.g. 2025-06-01T23:59"
+        ) from None
     return when.astimezone().isoformat(timespec="seconds")
 
 
@@ -241,16 +258,26 @@ class Manifest:
     def from_dict(cls, data: dict[str, Any], where: str = "manifest") -> Manifest:
         try:
             if data.get("format") != FORMAT:
-                raise BundleError(f"{where}: unsupported manifest format {data.get('format')!r} "
-                                  f"(this attnkata reads format {FORMAT})")
+                raise BundleError(
+                    f"{where}: unsupported manifest format {data.get('format')!r} "
+                    f"(this attnkata reads format {FORMAT})"
+                )
             grading = GradingConfig(**data["grading"])
             katas = [KataEntry(**k) for k in data["katas"]]
-            manifest = cls(title=str(data["title"]), katas=katas, options=dict(data["options"]),
-                           grading=grading, files=dict(data.get("files", {})),
-                           created=str(data.get("created", "")),
-                           attnkata_version=str(data.get("attnkata_version", "")), format=FORMAT)
+            manifest = cls(
+                title=str(data["title"]),
+                katas=katas,
+                options=dict(data["options"]),
+                grading=grading,
+                files=dict(data.get("files", {})),
+                created=str(data.get("created", "")),
+                attnkata_version=str(data.get("attnkata_version", "")),
+                format=FORMAT,
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise BundleError(f"{where}: malformed manifest ({type(exc).__name__}: {exc})") from None
+            raise BundleError(
+                f"{where}: malformed manifest ({type(exc).__name__}: {exc})"
+            ) from None
         check_weights(grading.tier_weights, BundleError)
         if not katas:
             raise BundleError(f"{where}: the set has no katas")
@@ -266,15 +293,19 @@ class Manifest:
 def write_manifest(bundle: Path, manifest: Manifest) -> Path:
     path = bundle / MANIFEST_PATH
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest.to_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(manifest.to_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
     return path
 
 
 def read_manifest(bundle: Path) -> Manifest:
     path = bundle / MANIFEST_PATH
     if not path.is_file():
-        raise UsageError(f"{bundle} is not a problem set: {MANIFEST_PATH} is missing",
-                         "create one with `kata set create --katas ... --out DIR`")
+        raise UsageError(
+            f"{bundle} is not a problem set: {MANIFEST_PATH} is missing",
+            "create one with `kata set create --katas ... --out DIR`",
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -315,16 +346,23 @@ def verify_bundle(bundle: Path) -> tuple[Manifest, list[str]]:
             problems.append(f"kata {entry.id}: not installed or broken ({exc.message})")
             continue
         if kata_hash(kata) != entry.hash:
-            problems.append(f"kata {entry.id}: its statement, grader or reference differ from the "
-                            f"ones this set was created with (hash {entry.hash[:19]}...)")
+            problems.append(
+                f"kata {entry.id}: its statement, grader or reference differ from the "
+                f"ones this set was created with (hash {entry.hash[:19]}...)"
+            )
     if problems:
-        shown = problems[:12] + ([f"... and {len(problems) - 12} more"] if len(problems) > 12 else [])
+        shown = problems[:12] + (
+            [f"... and {len(problems) - 12} more"] if len(problems) > 12 else []
+        )
         raise BundleError(
-            f"refusing to grade {bundle}: the bundle does not match its manifest:\n  - " + "\n  - ".join(shown),
+            f"refusing to grade {bundle}: the bundle does not match its manifest:\n  - "
+            + "\n  - ".join(shown),
         )
     if manifest.attnkata_version != __version__:
-        warnings.append(f"the set was created with attnkata {manifest.attnkata_version}; "
-                        f"grading with {__version__} (the katas' hashes match)")
+        warnings.append(
+            f"the set was created with attnkata {manifest.attnkata_version}; "
+            f"grading with {__version__} (the katas' hashes match)"
+        )
     return manifest, warnings
 
 
@@ -356,4 +394,6 @@ def score(tests: list[Any], weights: dict[str, float], points: float) -> float:
 def require_kata_definition(kata: Kata) -> None:
     """A kata that cannot be handed out (no reference to compute samples or verify against)."""
     if not reference_file(kata).is_file():
-        raise KataDefinitionError(f"{kata.id}: reference solution {reference_file(kata)} is missing")
+        raise KataDefinitionError(
+            f"{kata.id}: reference solution {reference_file(kata)} is missing"
+        )

@@ -33,8 +33,20 @@ DIST = "attnkata"
 # Files of an installed distribution that belong to that installation, not to the wheel.
 _INSTALL_ONLY = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 # What a source checkout holds besides the package: never part of the wheel.
-_NOT_PACKAGED = ("tests", "bench", "examples", "build", "dist", ".git", ".venv", ".ruff_cache",
-                 ".pytest_cache", "__pycache__", "*.egg-info", "*.pyc")
+_NOT_PACKAGED = (
+    "tests",
+    "bench",
+    "examples",
+    "build",
+    "dist",
+    ".git",
+    ".venv",
+    ".ruff_cache",
+    ".pytest_cache",
+    "__pycache__",
+    "*.egg-info",
+    "*.pyc",
+)
 
 
 class WheelError(KataError):
@@ -67,14 +79,31 @@ def _wheel_from_source(root: Path, dest: Path) -> Path:
         # recent enough setuptools (an editable install made with build isolation) gets one
         # from the index, as `pip install -e .` did.
         for isolation in (["--no-build-isolation", "--no-index"], []):
-            proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q",
-                                   "-w", str(out), str(src)], capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--no-deps",
+                    *isolation,
+                    "-q",
+                    "-w",
+                    str(out),
+                    str(src),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             built = sorted(out.glob(f"{DIST}-{__version__}-*.whl")) if proc.returncode == 0 else []
             if built:
                 break
         if not built:
-            raise WheelError(f"could not build the attnkata wheel from {root}: "
-                             f"{(proc.stderr or proc.stdout).strip()[-800:]}")
+            raise WheelError(
+                f"could not build the attnkata wheel from {root}: "
+                f"{(proc.stderr or proc.stdout).strip()[-800:]}"
+            )
         target = dest / built[0].name
         shutil.copy2(built[0], target)
         return target
@@ -90,13 +119,18 @@ def _wheel_from_record(dest: Path) -> Path:
         dist = metadata.distribution(DIST)
     except metadata.PackageNotFoundError:
         raise WheelError("attnkata is importable but not installed as a distribution") from None
-    files = [f for f in (dist.files or []) if ".." not in f.parts and "__pycache__" not in f.parts
-             and f.suffix != ".pyc"]
+    files = [
+        f
+        for f in (dist.files or [])
+        if ".." not in f.parts and "__pycache__" not in f.parts and f.suffix != ".pyc"
+    ]
     info = next((f.parts[0] for f in files if f.parts[0].endswith(".dist-info")), None)
     wheel_meta = dist.read_text("WHEEL") or ""
     tags = re.findall(r"^Tag:\s*(\S+)", wheel_meta, re.MULTILINE) or ["py3-none-any"]
     if info is None or not any(f.parts[0] == DIST for f in files):
-        raise WheelError("the installed attnkata lists no files (RECORD); reinstall it, or pass --wheel")
+        raise WheelError(
+            "the installed attnkata lists no files (RECORD); reinstall it, or pass --wheel"
+        )
     name = dest / f"{DIST}-{dist.version}-{tags[0]}.whl"
     record = io.StringIO()
     writer = csv.writer(record, lineterminator="\n")

@@ -207,7 +207,11 @@ def part_output(v: KataView, p: TierPart, lang: str, md: bool) -> str:
         for d in v.diagnoses:
             out += [
                 "",
-                *(diagnosis_markdown(d, v.lines, lang) if md else [diagnosis_text(d, v.lines, lang)]),
+                *(
+                    diagnosis_markdown(d, v.lines, lang)
+                    if md
+                    else [diagnosis_text(d, v.lines, lang)]
+                ),
             ]
     return "\n".join(out).strip()
 

@@ -27,8 +27,11 @@ from attnkata.checker.sets.manifest import parse_policy
 
 ZERO, PENALTY = "zero", "penalty"
 # Names of the fused attention kernels in any spelling a policy finding can show.
-_FUSED = re.compile(r"scaled_dot_product|flash_attention|efficient_attention|multi_head_attention|"
-                    r"flex_attention|MultiheadAttention|cudnn_attention|_fused_sdp", re.IGNORECASE)
+_FUSED = re.compile(
+    r"scaled_dot_product|flash_attention|efficient_attention|multi_head_attention|"
+    r"flex_attention|MultiheadAttention|cudnn_attention|_fused_sdp",
+    re.IGNORECASE,
+)
 
 
 def _reaches_fused_kernel(source: str, allow_imports: tuple[str, ...]) -> list[rules.Finding]:
@@ -68,8 +71,11 @@ def apply(result: Result, spec: str, allow_imports: tuple[str, ...], lang: str) 
 
 def factor(result: dict[str, Any]) -> float:
     """What a graded file keeps of its score after its policy findings (1.0: nothing taken)."""
-    costs = [float((d.get("data") or {}).get("policy_cost", 0.0)) for d in result.get("diagnostics", [])
-             if d.get("id") in rules.POLICY_IDS]
+    costs = [
+        float((d.get("data") or {}).get("policy_cost", 0.0))
+        for d in result.get("diagnostics", [])
+        if d.get("id") in rules.POLICY_IDS
+    ]
     return 1.0 - max(costs, default=0.0)
 
 
@@ -79,6 +85,11 @@ def note(result: dict[str, Any], lang: str) -> str | None:
     if not ids:
         return None
     kept = factor(result)
-    cost = (msg("grade.policy_note.flag", lang) if kept >= 1.0 else msg("grade.policy_note.zero", lang)
-            if kept <= 0.0 else msg("grade.policy_note.penalty", lang, pct=f"{1.0 - kept:.0%}"))
+    cost = (
+        msg("grade.policy_note.flag", lang)
+        if kept >= 1.0
+        else msg("grade.policy_note.zero", lang)
+        if kept <= 0.0
+        else msg("grade.policy_note.penalty", lang, pct=f"{1.0 - kept:.0%}")
+    )
     return msg("grade.policy_note", lang, ids=", ".join(ids), cost=cost)

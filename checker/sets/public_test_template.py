@@ -63,20 +63,34 @@ def _kind(x):
 def compare(got, want, atol, rtol, what):
     if isinstance(want, torch.Tensor | np.ndarray):
         kind = type(want)
-        assert isinstance(got, kind), f"{what}: expected a {kind.__module__}.{kind.__name__} {_kind(want)}, got {_kind(got)}"
-        assert tuple(got.shape) == tuple(want.shape), f"{what}: expected shape {tuple(want.shape)}, got {tuple(got.shape)}"
-        assert got.dtype == want.dtype, f"{what}: expected dtype {want.dtype} (the input's), got {got.dtype}"
-        g = torch.from_numpy(np.ascontiguousarray(got)) if isinstance(got, np.ndarray) else got.detach().cpu()
+        assert isinstance(got, kind), (
+            f"{what}: expected a {kind.__module__}.{kind.__name__} {_kind(want)}, got {_kind(got)}"
+        )
+        assert tuple(got.shape) == tuple(want.shape), (
+            f"{what}: expected shape {tuple(want.shape)}, got {tuple(got.shape)}"
+        )
+        assert got.dtype == want.dtype, (
+            f"{what}: expected dtype {want.dtype} (the input's), got {got.dtype}"
+        )
+        g = (
+            torch.from_numpy(np.ascontiguousarray(got))
+            if isinstance(got, np.ndarray)
+            else got.detach().cpu()
+        )
         w = torch.from_numpy(np.ascontiguousarray(want)) if isinstance(want, np.ndarray) else want
         if not w.is_floating_point():
             bad = g != w
-            assert not bool(bad.any()), (f"{what}: {int(bad.sum())} entries differ, first at "
-                                         f"{tuple(int(i) for i in bad.nonzero()[0])}")
+            assert not bool(bad.any()), (
+                f"{what}: {int(bad.sum())} entries differ, first at "
+                f"{tuple(int(i) for i in bad.nonzero()[0])}"
+            )
             return
         g64, w64 = g.double(), w.double()
         nan = ~torch.isfinite(g64) & torch.isfinite(w64)
-        assert not bool(nan.any()), (f"{what}: {int(nan.sum())} value(s) are NaN/inf where the reference "
-                                     f"is finite, first at {tuple(int(i) for i in nan.nonzero()[0])}")
+        assert not bool(nan.any()), (
+            f"{what}: {int(nan.sum())} value(s) are NaN/inf where the reference "
+            f"is finite, first at {tuple(int(i) for i in nan.nonzero()[0])}"
+        )
         err = (g64 - w64).abs()
         err = torch.where(torch.isnan(g64) & torch.isnan(w64), torch.zeros_like(err), err)
         err = torch.where(torch.isinf(w64) & (g64 == w64), torch.zeros_like(err), err)
@@ -86,19 +100,24 @@ def compare(got, want, atol, rtol, what):
             raise AssertionError(
                 f"{what}: {int(over.sum())} of {err.numel()} values differ from the reference; max abs "
                 f"error {float(err.max()):.3g} (allowed {atol:.2g} + {rtol:.2g}*|expected|); first at "
-                f"{list(idx)}: expected {w64[idx].item():.6g}, got {g64[idx].item():.6g}")
+                f"{list(idx)}: expected {w64[idx].item():.6g}, got {g64[idx].item():.6g}"
+            )
     elif isinstance(want, tuple | list):
         assert isinstance(got, tuple | list) and len(got) == len(want), (
-            f"{what}: expected a {type(want).__name__} of {len(want)}, got {_kind(got)}")
+            f"{what}: expected a {type(want).__name__} of {len(want)}, got {_kind(got)}"
+        )
         for i, (a, b) in enumerate(zip(got, want, strict=True)):
             compare(a, b, atol, rtol, f"{what}[{i}]")
     elif isinstance(want, dict):
-        assert isinstance(got, dict) and set(got) == set(want), f"{what}: expected keys {sorted(want)}"
+        assert isinstance(got, dict) and set(got) == set(want), (
+            f"{what}: expected keys {sorted(want)}"
+        )
         for k in want:
             compare(got[k], want[k], atol, rtol, f"{what}[{k!r}]")
     elif isinstance(want, float):
-        assert isinstance(got, int | float) and math.isclose(got, want, rel_tol=max(rtol, 1e-9), abs_tol=atol), (
-            f"{what}: expected {want!r}, got {got!r}")
+        assert isinstance(got, int | float) and math.isclose(
+            got, want, rel_tol=max(rtol, 1e-9), abs_tol=atol
+        ), f"{what}: expected {want!r}, got {got!r}"
     else:
         assert got == want, f"{what}: expected {want!r}, got {got!r}"
 
@@ -112,23 +131,30 @@ def load_state(module, state, what):
         match = next((m for m in free if tuple(own[m].shape) == tuple(state[n].shape)), None)
         if match is None:
             mine = ", ".join(f"{m} {tuple(p.shape)}" for m, p in own.items()) or "none"
-            pytest.fail(f"{what}: the reference's weights do not fit your module: no parameter for "
-                        f"{n} {tuple(state[n].shape)} (yours: {mine}); name the layers as the statement asks",
-                        pytrace=False)
+            pytest.fail(
+                f"{what}: the reference's weights do not fit your module: no parameter for "
+                f"{n} {tuple(state[n].shape)} (yours: {mine}); name the layers as the statement asks",
+                pytrace=False,
+            )
         mapping[n] = match
         free.remove(match)
     with torch.no_grad():
         for n, m in mapping.items():
             if own[m].shape != state[n].shape:
-                pytest.fail(f"{what}: {m} has shape {tuple(own[m].shape)}, the reference's {n} has "
-                            f"{tuple(state[n].shape)}", pytrace=False)
+                pytest.fail(
+                    f"{what}: {m} has shape {tuple(own[m].shape)}, the reference's {n} has "
+                    f"{tuple(state[n].shape)}",
+                    pytrace=False,
+                )
             own[m].copy_(state[n])
 
 
 @pytest.fixture(scope="module")
 def solution():
     if not SOLUTION.is_file():
-        pytest.fail(f"{SOLUTION} not found: write your solution there (or set KATA_SOLUTION)", pytrace=False)
+        pytest.fail(
+            f"{SOLUTION} not found: write your solution there (or set KATA_SOLUTION)", pytrace=False
+        )
     spec = importlib.util.spec_from_file_location("solution_under_test", SOLUTION)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(SOLUTION.parent))
@@ -154,7 +180,11 @@ def test_sample(solution, case):
             load_state(objects[step["handle"]], decode(step["state"]), case["id"])
         elif op == "call":
             what = step["what"]
-            target = objects[step["handle"]] if step.get("handle") is not None else getattr(solution, step["name"])
+            target = (
+                objects[step["handle"]]
+                if step.get("handle") is not None
+                else getattr(solution, step["name"])
+            )
             if step.get("method"):
                 target = getattr(target, step["method"])
             args, kwargs = list(decode(step["args"])), decode(step["kwargs"])
@@ -167,9 +197,15 @@ def test_sample(solution, case):
             if wrt:
                 out_t = out[0] if isinstance(out, tuple | list) else out
                 assert isinstance(out_t, torch.Tensor) and out_t.requires_grad, (
-                    f"{what}: the output does not require grad: it was detached from the inputs")
+                    f"{what}: the output does not require grad: it was detached from the inputs"
+                )
                 out_t.backward(decode(step["grad_output"]))
                 for i, want in zip(wrt, decode(step["expect_grads"]), strict=False):
                     assert args[i].grad is not None, f"{what}: no gradient reached argument {i}"
-                    compare(args[i].grad, want, step["grad_atol"], step["grad_rtol"],
-                            f"{what}: gradient w.r.t. argument {i}")
+                    compare(
+                        args[i].grad,
+                        want,
+                        step["grad_atol"],
+                        step["grad_rtol"],
+                        f"{what}: gradient w.r.t. argument {i}",
+                    )

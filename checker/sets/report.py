@@ -30,6 +30,7 @@ MAX_FEEDBACK_DIAGNOSTICS = 3
 MAX_FEEDBACK_MESSAGE = 300  # characters of one test's message
 MAX_FEEDBACK_TESTS = 8
 
+
 def percent(cr: ClassResults, student: str) -> float:
     m = cr.manifest.max_points
     return round(100.0 * cr.total(student) / m, 2) if m else 0.0
@@ -272,11 +273,14 @@ def _inline(text: str, limit: int | None = None) -> str:
         if m is None:
             out.append(text[i:].replace("<", "\\<"))
             break
-        out.append(text[i:m.start()].replace("<", "\\<"))
+        out.append(text[i : m.start()].replace("<", "\\<"))
         # A run of n backticks opens a code span only if a run of exactly n closes it.
-        close = next((c for c in _BACKTICKS.finditer(text, m.end()) if len(c.group()) == len(m.group())), None)
+        close = next(
+            (c for c in _BACKTICKS.finditer(text, m.end()) if len(c.group()) == len(m.group())),
+            None,
+        )
         end = close.end() if close is not None else m.end()
-        out.append(text[m.start():end])
+        out.append(text[m.start() : end])
         i = end
     return "".join(out)
 
@@ -346,8 +350,12 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
         "",
         f"**{_inline(m.title)}**",
         "",
-        msg("report.total_line", lang,
-            total=f"{cr.total(student):g}", max=f"{m.max_points:g}", pct=f"{percent(cr, student):g}"
+        msg(
+            "report.total_line",
+            lang,
+            total=f"{cr.total(student):g}",
+            max=f"{m.max_points:g}",
+            pct=f"{percent(cr, student):g}",
         ),
         "",
     ]
@@ -357,7 +365,13 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
         out += [
             f"## {k.title.get(cr.lang, k.title['en'])} (`{k.id}`)",
             "",
-            msg("report.status_line", lang, status=status, score=f"{e.score:g}", points=f"{e.points:g}")
+            msg(
+                "report.status_line",
+                lang,
+                status=status,
+                score=f"{e.score:g}",
+                points=f"{e.points:g}",
+            )
             + (f" · {msg('report.late_note', lang)}" if e.late else ""),
             "",
         ]
@@ -373,7 +387,10 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
         if tests:
             from attnkata.checker.sets.manifest import tier_fractions
 
-            out += [f"| {msg('report.tier', lang)} | {msg('report.tests_passed', lang)} |", "|---|---|"]
+            out += [
+                f"| {msg('report.tier', lang)} | {msg('report.tests_passed', lang)} |",
+                "|---|---|",
+            ]
             out += [
                 f"| {label('report.tiers', tier, lang)} | {p}/{n} |"
                 for tier, (p, n) in tier_fractions(tests).items()
@@ -390,13 +407,20 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
             out += [f"### {msg('report.failed_tests', lang)}", ""]
             out += [failed_test_line(x, lang) for x in failed[:MAX_FEEDBACK_TESTS]]
             if len(failed) > MAX_FEEDBACK_TESTS:
-                out.append(f"- {msg('report.more_tests', lang, n=len(failed) - MAX_FEEDBACK_TESTS)}")
+                out.append(
+                    f"- {msg('report.more_tests', lang, n=len(failed) - MAX_FEEDBACK_TESTS)}"
+                )
             out.append("")
         elif e.status == "pass":
             out += [msg("report.all_pass", lang), ""]
         review = [d for d in result.get("diagnostics", []) if d.get("id") == NEEDS_REVIEW]
         if review:
-            out += [f"### {msg('report.needs_review', lang)}", "", msg("report.needs_review_feedback", lang), ""]
+            out += [
+                f"### {msg('report.needs_review', lang)}",
+                "",
+                msg("report.needs_review_feedback", lang),
+                "",
+            ]
             out += [f"- {_inline(x)}" for d in review for x in d.get("evidence", [])]
             out.append("")
     return "\n".join(out).rstrip() + "\n"
@@ -522,7 +546,10 @@ def render_html(cr: ClassResults) -> str:
         for k, v in cards
     ]
     body.append("</div>")
-    body += [f"<h2>{msg('report.distribution', lang)}</h2>", _histogram_svg(distribution(cr), msg("report.distribution", lang))]
+    body += [
+        f"<h2>{msg('report.distribution', lang)}</h2>",
+        _histogram_svg(distribution(cr), msg("report.distribution", lang)),
+    ]
     body += [
         f'<h2>{msg("report.per_kata", lang)}</h2><table><thead><tr><th>{msg("report.kata", lang)}</th><th class="num">{msg("report.submitted", lang)}</th>'
         f'<th class="num">{msg("report.passed", lang)}</th><th>{msg("report.pass_rate", lang)}</th><th class="num">{msg("report.mean_points", lang)}</th>'

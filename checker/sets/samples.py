@@ -78,7 +78,13 @@ def serve(server: Server, req: dict[str, Any]) -> dict[str, Any]:
     """One request through the child's handler, the reply as the parent would decode it."""
     handler = getattr(server, req["op"], None)
     if handler is None:
-        return {"ok": False, "kind": "protocol", "type": "", "message": f"unknown op {req['op']!r}", "frames": []}
+        return {
+            "ok": False,
+            "kind": "protocol",
+            "type": "",
+            "message": f"unknown op {req['op']!r}",
+            "frames": [],
+        }
     try:
         reply = handler(req)
     except Exception as exc:  # noqa: BLE001 - the reference failing is data here
@@ -103,9 +109,13 @@ def record(kata: Kata) -> list[RecordedTest]:
     reference = importlib.import_module(f"attnkata.reference.{kata.module_name}")
     candidate = LocalCandidate(reference, record=recording)  # the reference is trusted: served here
     with torch.random.fork_rng(devices=[]):
-        _, collector, _ = driver.run(kata, reference_file(kata), candidate, plugins=[_Tracker(recording)])
+        _, collector, _ = driver.run(
+            kata, reference_file(kata), candidate, plugins=[_Tracker(recording)]
+        )
     if collector.collect_errors:
-        raise KataDefinitionError(f"the grader of {kata.id} is broken: {collector.collect_errors[0]}")
+        raise KataDefinitionError(
+            f"the grader of {kata.id} is broken: {collector.collect_errors[0]}"
+        )
     tests = {r.id: RecordedTest(r.id, r.tier, r.status) for r in collector.results}
     handle_steps: dict[int, list[dict[str, Any]]] = {}  # steps that built/changed a module
     for test_id, req, reply in recording.log:
@@ -116,8 +126,11 @@ def record(kata: Kata) -> list[RecordedTest]:
             step["handle_out"] = reply["handle"]
         test = tests.get(test_id or "")
         used = req.get("handle")
-        if test is not None and used is not None and not any(
-                s.get("handle_out") == used for s in test.steps):
+        if (
+            test is not None
+            and used is not None
+            and not any(s.get("handle_out") == used for s in test.steps)
+        ):
             # A module built by an earlier test (e.g. a session fixture): rebuild it first.
             test.steps.extend(handle_steps.get(used, []))
         if req["op"] == "new" and reply.get("ok"):
@@ -147,8 +160,12 @@ class _Perturber:
                 return value
             self.changed += 1
             return value + 1 + int(torch.randint(3, (1,), generator=self.gen))
-        if self.ints and isinstance(value, torch.Tensor) and value.dtype in (torch.int32, torch.int64) \
-                and value.numel() > 1:
+        if (
+            self.ints
+            and isinstance(value, torch.Tensor)
+            and value.dtype in (torch.int32, torch.int64)
+            and value.numel() > 1
+        ):
             lo, hi = int(value.min()), int(value.max())
             if lo == hi:
                 return value
@@ -215,7 +232,9 @@ def hashlib_bytes(t: torch.Tensor) -> int:
     return zlib.crc32(raw.numpy().tobytes()) ^ (data.numel() << 32)
 
 
-def perturb_steps(steps: list[dict[str, Any]], seed: int, ints: bool = False) -> tuple[list[dict[str, Any]], int]:
+def perturb_steps(
+    steps: list[dict[str, Any]], seed: int, ints: bool = False
+) -> tuple[list[dict[str, Any]], int]:
     p = _Perturber(seed, ints=ints)
     fresh = []
     for step in steps:
@@ -248,13 +267,18 @@ def to_float64(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     out = []
     for step in steps:
-        s = {k: cast(v) if k in ("args", "kwargs", "state", "grad_output", "dtype") else v for k, v in step.items()}
+        s = {
+            k: cast(v) if k in ("args", "kwargs", "state", "grad_output", "dtype") else v
+            for k, v in step.items()
+        }
         out.append(s)
     return out
 
 
 # -- replay --------------------------------------------------------------------------------
-def replay(module: Any, path: Path, steps: list[dict[str, Any]], seed: int) -> list[tuple[Any, Any]]:
+def replay(
+    module: Any, path: Path, steps: list[dict[str, Any]], seed: int
+) -> list[tuple[Any, Any]]:
     """Run `steps` on a fresh server over `module`; (value, grads) of every call step."""
     server = _new_server(module, path)
     handles: dict[int, int] = {}
@@ -272,7 +296,9 @@ def replay(module: Any, path: Path, steps: list[dict[str, Any]], seed: int) -> l
                     req["handle"] = handles[req["handle"]]
                 reply = serve(server, _copy(req))
                 if not reply.get("ok"):
-                    raise SampleError(f"the reference raised {reply.get('type')}: {reply.get('message', '')[:200]}")
+                    raise SampleError(
+                        f"the reference raised {reply.get('type')}: {reply.get('message', '')[:200]}"
+                    )
                 if step["op"] == "new":
                     handles[step["handle_out"]] = reply["handle"]
                 elif step["op"] == "call":
@@ -286,12 +312,22 @@ def replay(module: Any, path: Path, steps: list[dict[str, Any]], seed: int) -> l
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and bool(
-            ((a == b) | (a.isnan() & b.isnan()) if a.is_floating_point() else (a == b)).all())
+        return (
+            isinstance(b, torch.Tensor)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(
+                ((a == b) | (a.isnan() & b.isnan()) if a.is_floating_point() else (a == b)).all()
+            )
+        )
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
     if isinstance(a, tuple | list):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        return (
+            type(a) is type(b)
+            and len(a) == len(b)
+            and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        )
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
@@ -386,23 +422,32 @@ def _array(t: torch.Tensor) -> dict[str, Any]:
         arr = t.numpy()
     except TypeError:
         raise _Unencodable(f"cannot store a {t.dtype} tensor") from None
-    return {"dtype": arr.dtype.name, "shape": list(arr.shape),
-            "data": base64.b64encode(arr.tobytes()).decode("ascii")}
+    return {
+        "dtype": arr.dtype.name,
+        "shape": list(arr.shape),
+        "data": base64.b64encode(arr.tobytes()).decode("ascii"),
+    }
 
 
 def _describe(step: dict[str, Any]) -> str:
     from attnkata.checker.compare import describe
 
     target = step.get("name") or ("module" + (f".{step['method']}" if step.get("method") else ""))
-    parts = [describe(a).removeprefix("tensor ") if isinstance(a, torch.Tensor | np.ndarray) else repr(a)
-             for a in step.get("args", ())]
-    parts += [f"{k}={describe(v).removeprefix('tensor ') if isinstance(v, torch.Tensor | np.ndarray) else repr(v)}"
-              for k, v in step.get("kwargs", {}).items()]
+    parts = [
+        describe(a).removeprefix("tensor ") if isinstance(a, torch.Tensor | np.ndarray) else repr(a)
+        for a in step.get("args", ())
+    ]
+    parts += [
+        f"{k}={describe(v).removeprefix('tensor ') if isinstance(v, torch.Tensor | np.ndarray) else repr(v)}"
+        for k, v in step.get("kwargs", {}).items()
+    ]
     text = f"{target}({', '.join(parts)})"
     return text if len(text) < 200 else text[:197] + "..."
 
 
-def build_case(module: Any, path: Path, test: RecordedTest, seed: int, index: int) -> dict[str, Any]:
+def build_case(
+    module: Any, path: Path, test: RecordedTest, seed: int, index: int
+) -> dict[str, Any]:
     """One public sample from one recorded test (raises SampleError when it cannot be one)."""
     if test.status != "pass" or not test.steps:
         raise SampleError("the reference does not pass it")
@@ -417,7 +462,9 @@ def build_case(module: Any, path: Path, test: RecordedTest, seed: int, index: in
         raise SampleError("no input could be re-drawn (it would show a hidden input)")
     outputs = replay(module, path, steps, seed=1)
     again = replay(module, path, steps, seed=2)
-    if not all(_same(a[0], b[0]) and _same(a[1], b[1]) for a, b in zip(outputs, again, strict=True)):
+    if not all(
+        _same(a[0], b[0]) and _same(a[1], b[1]) for a, b in zip(outputs, again, strict=True)
+    ):
         raise SampleError("the reference's output depends on the random state")
     try:
         truth = replay(module, path, to_float64(steps), seed=1)
@@ -428,8 +475,12 @@ def build_case(module: Any, path: Path, test: RecordedTest, seed: int, index: in
     for step in steps:
         s: dict[str, Any] = {"op": step["op"]}
         if step["op"] == "new":
-            s.update(name=step["name"], args=encode(tuple(step["args"])), kwargs=encode(dict(step["kwargs"])),
-                     handle=step["handle_out"])
+            s.update(
+                name=step["name"],
+                args=encode(tuple(step["args"])),
+                kwargs=encode(dict(step["kwargs"])),
+                handle=step["handle_out"],
+            )
             if step.get("dtype") is not None:  # built and cast in one request (proxy.Candidate.new)
                 s["dtype"] = encode(step["dtype"])
         elif step["op"] == "to":
@@ -441,13 +492,26 @@ def build_case(module: Any, path: Path, test: RecordedTest, seed: int, index: in
             value, grads = outputs[i]
             t_value, t_grads = truth[i] if truth is not None else (None, None)
             atol, rtol = _tolerance(value, t_value)
-            s.update(name=step.get("name"), handle=step.get("handle"), method=step.get("method"),
-                     args=encode(tuple(step["args"])), kwargs=encode(dict(step["kwargs"])),
-                     what=_describe(step), expect=encode(value), atol=atol, rtol=rtol)
+            s.update(
+                name=step.get("name"),
+                handle=step.get("handle"),
+                method=step.get("method"),
+                args=encode(tuple(step["args"])),
+                kwargs=encode(dict(step["kwargs"])),
+                what=_describe(step),
+                expect=encode(value),
+                atol=atol,
+                rtol=rtol,
+            )
             if step.get("grad_wrt"):
                 g_atol, g_rtol = _tolerance(grads, t_grads)
-                s.update(grad_wrt=list(step["grad_wrt"]), grad_output=encode(step["grad_output"]),
-                         expect_grads=encode(list(grads)), grad_atol=g_atol, grad_rtol=g_rtol)
+                s.update(
+                    grad_wrt=list(step["grad_wrt"]),
+                    grad_output=encode(step["grad_output"]),
+                    expect_grads=encode(list(grads)),
+                    grad_atol=g_atol,
+                    grad_rtol=g_rtol,
+                )
         else:
             raise SampleError(f"unknown step {step['op']!r}")
         out_steps.append(s)
@@ -475,7 +539,11 @@ def _float_keys(value: Any, out: set[tuple[Any, ...]]) -> set[tuple[Any, ...]]:
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         value = torch.from_numpy(np.ascontiguousarray(value))
     if isinstance(value, torch.Tensor):
-        if value.is_floating_point() and value.numel() > 1 and bool((value != value.reshape(-1)[0]).any()):
+        if (
+            value.is_floating_point()
+            and value.numel() > 1
+            and bool((value != value.reshape(-1)[0]).any())
+        ):
             out.add((value.dtype, tuple(value.shape), hashlib_bytes(value)))
     elif isinstance(value, tuple | list):
         for v in value:
@@ -490,7 +558,9 @@ def step_inputs(step: dict[str, Any]) -> list[Any]:
     return [step[k] for k in ("args", "kwargs", "state", "grad_output") if k in step]
 
 
-def build_samples(kata: Kata, n: int, seed: int) -> tuple[dict[str, Any], list[str], list[RecordedTest]]:
+def build_samples(
+    kata: Kata, n: int, seed: int
+) -> tuple[dict[str, Any], list[str], list[RecordedTest]]:
     """The public-sample document for `kata` (at most `n` cases), why tests were passed over,
     and what the hidden grader asked for (to count its tests)."""
     module = importlib.import_module(f"attnkata.reference.{kata.module_name}")
@@ -510,7 +580,9 @@ def build_samples(kata: Kata, n: int, seed: int) -> tuple[dict[str, Any], list[s
             case = build_case(module, path, test, case_seed, len(cases) + 1)
             shown: set[tuple[Any, ...]] = set()
             for step in case["steps"]:
-                _float_keys([decode(step.get(k)) for k in ("args", "kwargs", "state", "grad_output")], shown)
+                _float_keys(
+                    [decode(step.get(k)) for k in ("args", "kwargs", "state", "grad_output")], shown
+                )
             if shown & hidden:
                 raise SampleError("an input equals a hidden one")
             cases.append(case)
@@ -546,9 +618,16 @@ def write_doc(kata: Kata, folder: Path, doc: dict[str, Any]) -> int:
     """Write the data and the standalone test into `folder`; returns the number of samples."""
     if not doc["cases"]:
         return 0
-    (folder / f"public_{kata.module_name}.json").write_text(json.dumps(doc) + "\n", encoding="utf-8")
-    text = (public_template().replace("__KATA__", kata.id).replace("__MODULE__", kata.module_name)
-            .replace("__TITLE__", kata.title.en).replace("__TITLE_ZH__", kata.title.zh))
+    (folder / f"public_{kata.module_name}.json").write_text(
+        json.dumps(doc) + "\n", encoding="utf-8"
+    )
+    text = (
+        public_template()
+        .replace("__KATA__", kata.id)
+        .replace("__MODULE__", kata.module_name)
+        .replace("__TITLE__", kata.title.en)
+        .replace("__TITLE_ZH__", kata.title.zh)
+    )
     (folder / f"test_public_{kata.module_name}.py").write_text(text, encoding="utf-8")
     return len(doc["cases"])
 

@@ -31,8 +31,16 @@ from attnkata.checker.messages import msg
 K = 7  # tokens per k-gram
 WINDOW = 4  # winnowing window (a match of K + WINDOW - 1 tokens is always caught)
 DEFAULT_THRESHOLD = 0.8
-_PURE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef,
-         ast.AsyncFunctionDef)
+_PURE = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.ClassDef,
+    ast.AsyncFunctionDef,
+)
 
 
 # -- normalisation -----------------------------------------------------------------------------------
@@ -53,8 +61,10 @@ def _imported(tree: ast.AST) -> dict[str, str]:
     out = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out |= {(a.asname or a.name.split(".")[0]): (a.name if a.asname else a.name.split(".")[0])
-                    for a in node.names}
+            out |= {
+                (a.asname or a.name.split(".")[0]): (a.name if a.asname else a.name.split(".")[0])
+                for a in node.names
+            }
         elif isinstance(node, ast.ImportFrom):
             out |= {(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names}
     return out
@@ -99,7 +109,11 @@ class _Normaliser:
             if isinstance(node.value, str):
                 return [("str", line)]
             return [(f"c:{node.value!r}", line)]
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             return []  # a docstring or a bare string
         out = [(type(node).__name__, line)]
         if isinstance(node, ast.Attribute):
@@ -158,13 +172,16 @@ def _hash(text: str) -> int:
 def fingerprints(source: str, k: int = K, window: int = WINDOW) -> dict[int, list[int]]:
     """Winnowed k-gram hashes -> the first source line of each occurrence."""
     toks = normalised_tokens(source)
-    grams = [(_hash("\x1f".join(t for t, _ in toks[i:i + k])), toks[i][1]) for i in range(len(toks) - k + 1)]
+    grams = [
+        (_hash("\x1f".join(t for t, _ in toks[i : i + k])), toks[i][1])
+        for i in range(len(toks) - k + 1)
+    ]
     out: dict[int, list[int]] = {}
     if not grams:
         return out
     last = -1
     for start in range(max(1, len(grams) - window + 1)):
-        win = grams[start:start + window]
+        win = grams[start : start + window]
         # the rightmost minimum, so that a run of equal windows picks one hash once
         pos = start + min(range(len(win)), key=lambda i: (win[i][0], -i))
         if pos != last:
@@ -190,22 +207,41 @@ class Pair:
     lines_b: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "kata": self.kata, "similarity": self.similarity, "flagged": self.flagged}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "kata": self.kata,
+            "similarity": self.similarity,
+            "flagged": self.flagged,
+        }
 
 
-def compare(files: dict[str, str], kata: str, base: str = "", threshold: float = DEFAULT_THRESHOLD) -> list[Pair]:
+def compare(
+    files: dict[str, str], kata: str, base: str = "", threshold: float = DEFAULT_THRESHOLD
+) -> list[Pair]:
     """Every pair of `files` (student -> source) of one kata, most similar first."""
     skip = set(fingerprints(base)) if base else set()
-    prints = {s: {h: ls for h, ls in fingerprints(src).items() if h not in skip} for s, src in files.items()}
+    prints = {
+        s: {h: ls for h, ls in fingerprints(src).items() if h not in skip}
+        for s, src in files.items()
+    }
     names = sorted(prints)
     pairs = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             sim = round(dice(prints[a], prints[b]), 4)
             shared = prints[a].keys() & prints[b].keys()
-            pairs.append(Pair(a, b, kata, sim, sim >= threshold,
-                              sorted({ln for h in shared for ln in prints[a][h]}),
-                              sorted({ln for h in shared for ln in prints[b][h]})))
+            pairs.append(
+                Pair(
+                    a,
+                    b,
+                    kata,
+                    sim,
+                    sim >= threshold,
+                    sorted({ln for h in shared for ln in prints[a][h]}),
+                    sorted({ln for h in shared for ln in prints[b][h]}),
+                )
+            )
     pairs.sort(key=lambda p: (-p.similarity, p.a, p.b))
     return pairs
 
@@ -228,7 +264,9 @@ def _kata_files() -> dict[str, tuple[str, str]]:
     return out
 
 
-def scan(submissions: Path, threshold: float = DEFAULT_THRESHOLD) -> tuple[list[Pair], dict[tuple[str, str], str]]:
+def scan(
+    submissions: Path, threshold: float = DEFAULT_THRESHOLD
+) -> tuple[list[Pair], dict[tuple[str, str], str]]:
     """Every student folder's `.py` files, grouped by file name (one group per kata)."""
     from attnkata.checker.sets.grade import discover
 
@@ -253,7 +291,9 @@ def scan(submissions: Path, threshold: float = DEFAULT_THRESHOLD) -> tuple[list[
     return pairs, paths
 
 
-def class_pairs(cr: Any, threshold: float = DEFAULT_THRESHOLD) -> list[tuple[Pair, list[str], list[str]]]:
+def class_pairs(
+    cr: Any, threshold: float = DEFAULT_THRESHOLD
+) -> list[tuple[Pair, list[str], list[str]]]:
     """Flagged pairs of a graded class, with both files' lines (for the report)."""
     known = {kid: base for kid, base in _kata_files().values()}
     out = []
@@ -267,14 +307,21 @@ def class_pairs(cr: Any, threshold: float = DEFAULT_THRESHOLD) -> list[tuple[Pai
                 except OSError:
                     continue
                 lines[s] = files[s].splitlines()
-        out += [(p, lines[p.a], lines[p.b]) for p in compare(files, k, known.get(k, ""), threshold) if p.flagged]
+        out += [
+            (p, lines[p.a], lines[p.b])
+            for p in compare(files, k, known.get(k, ""), threshold)
+            if p.flagged
+        ]
     return out
 
 
 def _side(lines: list[str], marked: list[int]) -> str:
-    rows = "".join(f"<tr><td class=\"num\">{n}</td><td><code>{html.escape(lines[n - 1])}</code></td></tr>"
-                   for n in marked[:40] if 0 < n <= len(lines))
-    return f"<table class=\"code\">{rows}</table>"
+    rows = "".join(
+        f'<tr><td class="num">{n}</td><td><code>{html.escape(lines[n - 1])}</code></td></tr>'
+        for n in marked[:40]
+        if 0 < n <= len(lines)
+    )
+    return f'<table class="code">{rows}</table>'
 
 
 def render_section(cr: Any, t: dict[str, Any] | None = None) -> str:
@@ -283,14 +330,15 @@ def render_section(cr: Any, t: dict[str, Any] | None = None) -> str:
     pairs = class_pairs(cr)
     title = msg("similarity.title", lang)
     if not pairs:
-        return f"<h2>{title}</h2><p class=\"meta\">{msg('similarity.none', lang)}</p>"
+        return f'<h2>{title}</h2><p class="meta">{msg("similarity.none", lang)}</p>'
     note = msg("similarity.note", lang)
-    parts = [f"<h2>{title}</h2><p class=\"meta\">{note}</p>"]
+    parts = [f'<h2>{title}</h2><p class="meta">{note}</p>']
     for p, la, lb in pairs:
         parts.append(
-            f"<div class=\"similar\" data-a=\"{html.escape(p.a)}\" data-b=\"{html.escape(p.b)}\" "
-            f"data-kata=\"{html.escape(p.kata)}\"><h3><code>{html.escape(p.kata)}</code>: {html.escape(p.a)} ↔ "
-            f"{html.escape(p.b)} · <span class=\"similarity\">{p.similarity:.0%}</span></h3>"
-            f"<table class=\"side-by-side\"><tr><th>{html.escape(p.a)}</th><th>{html.escape(p.b)}</th></tr>"
-            f"<tr><td>{_side(la, p.lines_a)}</td><td>{_side(lb, p.lines_b)}</td></tr></table></div>")
+            f'<div class="similar" data-a="{html.escape(p.a)}" data-b="{html.escape(p.b)}" '
+            f'data-kata="{html.escape(p.kata)}"><h3><code>{html.escape(p.kata)}</code>: {html.escape(p.a)} ↔ '
+            f'{html.escape(p.b)} · <span class="similarity">{p.similarity:.0%}</span></h3>'
+            f'<table class="side-by-side"><tr><th>{html.escape(p.a)}</th><th>{html.escape(p.b)}</th></tr>'
+            f"<tr><td>{_side(la, p.lines_a)}</td><td>{_side(lb, p.lines_b)}</td></tr></table></div>"
+        )
     return "".join(parts)

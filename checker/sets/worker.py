@@ -36,8 +36,14 @@ def preload(kata_ids: list[str]) -> None:
             pass
 
 
-def grade_one(check: Callable[..., Any], kata_id: str, path: Path, lim: Any, lang: str,
-              policy: tuple[str, tuple[str, ...]]) -> dict[str, Any]:
+def grade_one(
+    check: Callable[..., Any],
+    kata_id: str,
+    path: Path,
+    lim: Any,
+    lang: str,
+    policy: tuple[str, tuple[str, ...]],
+) -> dict[str, Any]:
     """Grade one file in this (worker) process: a reply for `on_reply`, never an exception."""
     t0 = time.perf_counter()
     try:
@@ -45,8 +51,15 @@ def grade_one(check: Callable[..., Any], kata_id: str, path: Path, lim: Any, lan
         # The static policy only reports: the file runs whatever it imports (the sandbox holds)
         # so that its attention mistake is diagnosed too; the set's policy says what a finding
         # costs (policy_cost.py).
-        result = check(load_set_kata(kata_id), path, limits=lim, lang=lang, policy="warn",
-                       allow_imports=policy[1], keep_session=True)
+        result = check(
+            load_set_kata(kata_id),
+            path,
+            limits=lim,
+            lang=lang,
+            policy="warn",
+            allow_imports=policy[1],
+            keep_session=True,
+        )
         policy_cost.apply(result, policy[0], policy[1], lang)
         reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
     except KataDefinitionError as exc:
@@ -54,7 +67,10 @@ def grade_one(check: Callable[..., Any], kata_id: str, path: Path, lim: Any, lan
     except KataError as exc:
         reply = {"ok": False, "kind": "unreadable-file", "message": exc.message}
     except Exception as exc:  # noqa: BLE001 - a bug in attnkata must not stop the batch
-        reply = {"ok": False, "kind": "grader-internal-error",
-                 "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"}
+        reply = {
+            "ok": False,
+            "kind": "grader-internal-error",
+            "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}",
+        }
     reply["seconds"] = round(time.perf_counter() - t0, 3)
     return reply

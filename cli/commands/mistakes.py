@@ -19,7 +19,12 @@ from attnkata.checker.messages import msg
 from attnkata.cli.console import out, print_json
 from attnkata.cli.options import JsonOption, LangOption, resolve_lang
 
-SEVERITY_STYLE = {"essential": "red", "actionable": "yellow", "informative": "blue", "celebratory": "green"}
+SEVERITY_STYLE = {
+    "essential": "red",
+    "actionable": "yellow",
+    "informative": "blue",
+    "celebratory": "green",
+}
 
 
 def _katas_text(m: cat.Mistake, lang: str) -> str:
@@ -36,7 +41,9 @@ def _entries(kata: str | None) -> tuple[list[cat.Mistake], str | None]:
 
 
 def mistakes(
-    kata: Annotated[str | None, typer.Argument(help="Only the mistakes of this kata.", show_default=False)] = None,
+    kata: Annotated[
+        str | None, typer.Argument(help="Only the mistakes of this kata.", show_default=False)
+    ] = None,
     json_out: JsonOption = False,
     lang: LangOption = None,
 ) -> None:
@@ -44,10 +51,19 @@ def mistakes(
     lang = resolve_lang(lang)
     entries, kata_id = _entries(kata)
     if json_out:
-        print_json([{
-            "id": m.id, "severity": m.severity, "katas": list(m.katas), "title": m.render("title", lang),
-            "fix": m.render("fix", lang), "link": m.link(kata_id, lang),
-        } for m in entries])
+        print_json(
+            [
+                {
+                    "id": m.id,
+                    "severity": m.severity,
+                    "katas": list(m.katas),
+                    "title": m.render("title", lang),
+                    "fix": m.render("fix", lang),
+                    "link": m.link(kata_id, lang),
+                }
+                for m in entries
+            ]
+        )
         return
     title = f"{msg('mistakes.for', lang)} {kata_id}" if kata_id else msg("mistakes.title", lang)
     table = Table(title=title, caption=msg("mistakes.hint", lang), caption_justify="left")
@@ -57,7 +73,11 @@ def mistakes(
     if kata_id is None:
         table.add_column(msg("mistakes.katas", lang), style="dim", overflow="fold")
     for m in entries:
-        row = [m.id, Text(m.severity, style=SEVERITY_STYLE.get(m.severity, "")), m.render("title", lang)]
+        row = [
+            m.id,
+            Text(m.severity, style=SEVERITY_STYLE.get(m.severity, "")),
+            m.render("title", lang),
+        ]
         if kata_id is None:
             row.append(_katas_text(m, lang))
         table.add_row(*row)
@@ -65,8 +85,14 @@ def mistakes(
 
 
 def explain(
-    mistake_id: Annotated[str, typer.Argument(metavar="ID", help="Mistake id, e.g. kv-repeat-instead-of-interleave.",
-                                              show_default=False)],
+    mistake_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID",
+            help="Mistake id, e.g. kv-repeat-instead-of-interleave.",
+            show_default=False,
+        ),
+    ],
     json_out: JsonOption = False,
     lang: LangOption = None,
 ) -> None:
@@ -84,14 +110,30 @@ def explain(
     demo_out = demos.run(m.id) if code else ""
     kata_id = None if cat.EVERY_KATA in m.katas else m.katas[0]
     if json_out:
-        print_json({
-            "id": m.id, "severity": m.severity, "katas": list(m.katas), "title": m.render("title", lang),
-            "explanation": m.render("explanation", lang), "fix": m.render("fix", lang),
-            "hides": m.render("hides", lang), "link": m.link(kata_id, lang), "demo": code, "demo_output": demo_out,
-        })
+        print_json(
+            {
+                "id": m.id,
+                "severity": m.severity,
+                "katas": list(m.katas),
+                "title": m.render("title", lang),
+                "explanation": m.render("explanation", lang),
+                "fix": m.render("fix", lang),
+                "hides": m.render("hides", lang),
+                "link": m.link(kata_id, lang),
+                "demo": code,
+                "demo_output": demo_out,
+            }
+        )
         return
-    out.print(Text.assemble((m.render("title", lang), "bold"), "  ", (m.id, "dim"), "  ",
-                            (m.severity, SEVERITY_STYLE.get(m.severity, ""))))
+    out.print(
+        Text.assemble(
+            (m.render("title", lang), "bold"),
+            "  ",
+            (m.id, "dim"),
+            "  ",
+            (m.severity, SEVERITY_STYLE.get(m.severity, "")),
+        )
+    )
     out.print(Text(f"{msg('mistakes.katas', lang)}: {_katas_text(m, lang)}", style="dim"))
     out.print()
     out.print(m.render("explanation", lang))
@@ -101,7 +143,9 @@ def explain(
     out.print()
     if code:
         out.print(Text(msg("mistakes.demo", lang), style="bold"))
-        out.print(Syntax(code.rstrip(), "python", theme="ansi_dark", line_numbers=False, word_wrap=True))
+        out.print(
+            Syntax(code.rstrip(), "python", theme="ansi_dark", line_numbers=False, word_wrap=True)
+        )
         out.print(Text(msg("mistakes.output", lang), style="bold"))
         out.print(Text(demo_out))
     else:

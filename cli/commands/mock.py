@@ -35,28 +35,58 @@ if TYPE_CHECKING:
 
 mock_app = typer.Typer(
     help="Timed mock interview: problems chosen for you, a countdown, no reference, follow-up "
-         "questions and a scorecard.\n\n"
-         "\b\n"
-         "A session:\n"
-         "  kata mock start --minutes 30   pick problems, open the countdown screen\n"
-         "    (edit the files it shows; saving re-checks; keys: c check, h hint, s submit, q leave)\n"
-         "  kata mock status / resume      time left / back to the screen after closing the terminal\n"
-         "  kata mock submit               end early (at the deadline it submits by itself)\n"
-         "  then answer the follow-up questions; the scorecard is saved in the session folder\n"
-         "  kata mock history              past sessions, scores and trend\n\n"
-         "Without a terminal: start --no-interactive --json, check, submit --answers FILE --json.",
+    "questions and a scorecard.\n\n"
+    "\b\n"
+    "A session:\n"
+    "  kata mock start --minutes 30   pick problems, open the countdown screen\n"
+    "    (edit the files it shows; saving re-checks; keys: c check, h hint, s submit, q leave)\n"
+    "  kata mock status / resume      time left / back to the screen after closing the terminal\n"
+    "  kata mock submit               end early (at the deadline it submits by itself)\n"
+    "  then answer the follow-up questions; the scorecard is saved in the session folder\n"
+    "  kata mock history              past sessions, scores and trend\n\n"
+    "Without a terminal: start --no-interactive --json, check, submit --answers FILE --json.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
 
 DEFAULT_MINUTES = 45
-SessionOption = Annotated[str | None, typer.Option("--session", help="Session id or a unique prefix (default: the running one).", show_default=False)]
-InteractiveOption = Annotated[bool | None, typer.Option("--interactive/--no-interactive", help="Use the full-screen countdown and ask questions in the terminal (default: when run in a terminal).")]
-AnswersOption = Annotated[Path | None, typer.Option("--answers", help="Follow-up answers from a JSON or TOML file: {question_id: answer}. Choice: a letter; order: letters like \"c a b d\"; numeric: a number; open: a self-rating 0-2 or {answer, rating}.", show_default=False)]
+SessionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--session",
+        help="Session id or a unique prefix (default: the running one).",
+        show_default=False,
+    ),
+]
+InteractiveOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--interactive/--no-interactive",
+        help="Use the full-screen countdown and ask questions in the terminal (default: when run in a terminal).",
+    ),
+]
+AnswersOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--answers",
+        help='Follow-up answers from a JSON or TOML file: {question_id: answer}. Choice: a letter; order: letters like "c a b d"; numeric: a number; open: a self-rating 0-2 or {answer, rating}.',
+        show_default=False,
+    ),
+]
 
-STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "unchecked": "dim"}
-VERDICT_STYLE = {"strong hire": "bold green", "hire": "green", "lean no": "yellow", "no hire": "red"}
-
+STATUS_STYLE = {
+    "pass": "green",
+    "fail": "red",
+    "error": "red",
+    "timeout": "yellow",
+    "unchecked": "dim",
+}
+VERDICT_STYLE = {
+    "strong hire": "bold green",
+    "hire": "green",
+    "lean no": "yellow",
+    "no hire": "red",
+}
 
 
 def _interactive(flag: bool | None) -> bool:
@@ -74,12 +104,23 @@ def screen(ctl: Controller) -> RenderableType:
     lang = s.lang
     left = s.remaining()
     colour = "green" if left > 600 else "yellow" if left > 120 else "bold red"
-    head = Text.assemble((f"{msg('mock.cli.title', lang)}   ", "bold"),
-                         (f"{msg('mock.cli.time_left', lang)} ", "bold"), (clock_text(left), f"bold {colour}"),
-                         (f"   {msg('mock.cli.deadline', lang)} {_when(s.deadline, '%H:%M')}", "dim"))
+    head = Text.assemble(
+        (f"{msg('mock.cli.title', lang)}   ", "bold"),
+        (f"{msg('mock.cli.time_left', lang)} ", "bold"),
+        (clock_text(left), f"bold {colour}"),
+        (f"   {msg('mock.cli.deadline', lang)} {_when(s.deadline, '%H:%M')}", "dim"),
+    )
     table = Table(box=None, pad_edge=False, padding=(0, 1))
-    for col in ("", "#", msg("mock.cli.problem", lang), msg("mock.cli.file", lang), msg("mock.cli.status", lang),
-                msg("mock.cli.tests", lang), msg("mock.cli.hints", lang), msg("mock.cli.first_pass", lang)):
+    for col in (
+        "",
+        "#",
+        msg("mock.cli.problem", lang),
+        msg("mock.cli.file", lang),
+        msg("mock.cli.status", lang),
+        msg("mock.cli.tests", lang),
+        msg("mock.cli.hints", lang),
+        msg("mock.cli.first_pass", lang),
+    ):
         table.add_column(col)
     for i, p in enumerate(s.problems):
         info = sess.problem_summary(s, p)
@@ -87,19 +128,37 @@ def screen(ctl: Controller) -> RenderableType:
         if ctl.checking == p.kata:
             status = "checking…"
         tests = "-" if info["total"] is None else f"{info['passed']}/{info['total']}"
-        table.add_row("▶" if i == ctl.selected else "", str(i + 1), p.kata, p.file,
-                      Text(status if status != "unchecked" else msg("mock.cli.unchecked", lang),
-                           style=STATUS_STYLE.get(info["status"], "dim")),
-                      tests, str(len(p.hints)), scorecard.fmt_duration(info["time_to_first_pass"]))
+        table.add_row(
+            "▶" if i == ctl.selected else "",
+            str(i + 1),
+            p.kata,
+            p.file,
+            Text(
+                status if status != "unchecked" else msg("mock.cli.unchecked", lang),
+                style=STATUS_STYLE.get(info["status"], "dim"),
+            ),
+            tests,
+            str(len(p.hints)),
+            scorecard.fmt_duration(info["time_to_first_pass"]),
+        )
     parts: list[RenderableType] = [head, Text(""), table, Text("")]
     parts.append(_detail(ctl))
     if ctl.message is not None:
         body = Text(ctl.message.body) if ctl.message.body else Text("")
         # The title goes inside, where it wraps: rich cuts a border title to one line.
-        parts.append(Panel(Group(Text(ctl.message.title, style="bold"), body), border_style=ctl.message.style)
-                     if ctl.message.body else Text(ctl.message.title, style=ctl.message.style))
-    parts += [Text(""), Text(f"{msg('mock.cli.folder', lang)}: {s.folder}   ({s.id})", style="dim"),
-              Text(msg("mock.cli.watching", lang), style="dim"), Text(msg("mock.cli.keys", lang), style="bold")]
+        parts.append(
+            Panel(
+                Group(Text(ctl.message.title, style="bold"), body), border_style=ctl.message.style
+            )
+            if ctl.message.body
+            else Text(ctl.message.title, style=ctl.message.style)
+        )
+    parts += [
+        Text(""),
+        Text(f"{msg('mock.cli.folder', lang)}: {s.folder}   ({s.id})", style="dim"),
+        Text(msg("mock.cli.watching", lang), style="dim"),
+        Text(msg("mock.cli.keys", lang), style="bold"),
+    ]
     return Group(*parts)
 
 
@@ -110,8 +169,14 @@ def _detail(ctl: Controller) -> RenderableType:
     p = s.problems[ctl.selected]
     lines = Text()
     lines.append(f"{p.title[lang]}", style="bold")
-    lines.append(f" ({msg('mock.cli.' + p.difficulty, lang)}, {msg('mock.cli.about', lang, n=p.minutes)})\n", style="dim")
-    lines.append(f"{msg('mock.cli.statement', lang)}: {p.statement}   {msg('mock.cli.why', lang)}: {p.reason[lang]}\n", style="dim")
+    lines.append(
+        f" ({msg('mock.cli.' + p.difficulty, lang)}, {msg('mock.cli.about', lang, n=p.minutes)})\n",
+        style="dim",
+    )
+    lines.append(
+        f"{msg('mock.cli.statement', lang)}: {p.statement}   {msg('mock.cli.why', lang)}: {p.reason[lang]}\n",
+        style="dim",
+    )
     last = p.last_check
     if last is not None:
         lines.append(f"{last['status'].upper()} ", style=STATUS_STYLE.get(last["status"], "red"))
@@ -145,7 +210,9 @@ def show_statement(path: Path, lang: str) -> None:
         out.print(Markdown(text))
     cmd = (os.environ.get("MANPAGER") or os.environ.get("PAGER") or "").split()
     if pydoc.getpager() is pydoc.plainpager or (cmd and Path(cmd[0]).name in ("cat", "tee")):
-        _read(msg("mock.cli.back", lang))  # the pager did not wait: keep the text on screen until Enter
+        _read(
+            msg("mock.cli.back", lang)
+        )  # the pager did not wait: keep the text on screen until Enter
 
 
 def run_screen(folder: Path) -> str:
@@ -161,8 +228,17 @@ def run_screen(folder: Path) -> str:
     watcher = Watcher(folder, [s.file_path(p) for p in s.problems])
     watcher.start()
     try:
-        with Keys() as keys, Live(screen(ctl), console=out, screen=True, auto_refresh=False,
-                                  redirect_stdout=False, redirect_stderr=False) as live:
+        with (
+            Keys() as keys,
+            Live(
+                screen(ctl),
+                console=out,
+                screen=True,
+                auto_refresh=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            ) as live,
+        ):
             while ctl.ended is None:
                 key = keys.read(0.25)
                 if key is not None:
@@ -185,7 +261,10 @@ def run_screen(folder: Path) -> str:
         grader.close()
     lang = ctl.s.lang
     if ctl.ended == QUIT:
-        out.print(msg("mock.cli.left", lang, left=clock_text(sess.load(folder).remaining())), style="yellow")
+        out.print(
+            msg("mock.cli.left", lang, left=clock_text(sess.load(folder).remaining())),
+            style="yellow",
+        )
         out.print(msg("mock.cli.left_hint", lang))
     elif ctl.ended == DEADLINE:
         out.print(msg("mock.cli.time_up", lang), style="bold yellow")
@@ -201,22 +280,40 @@ def print_session(s: Session) -> None:
     lang = s.lang
     state = s.state
     if state == sess.ACTIVE:
-        head = Text.assemble((f"{s.id}  ", "bold"), (f"{msg('mock.cli.time_left', lang)} ", "bold"),
-                             (clock_text(s.remaining()), "bold green" if s.remaining() > 600 else "bold yellow"),
-                             (f"  ({msg('mock.cli.deadline', lang)} {_when(s.deadline)})", "dim"))
+        head = Text.assemble(
+            (f"{s.id}  ", "bold"),
+            (f"{msg('mock.cli.time_left', lang)} ", "bold"),
+            (clock_text(s.remaining()), "bold green" if s.remaining() > 600 else "bold yellow"),
+            (f"  ({msg('mock.cli.deadline', lang)} {_when(s.deadline)})", "dim"),
+        )
     else:
-        head = Text.assemble((f"{s.id}  ", "bold"), (f"{msg('mock.cli.state', lang)}: {state}", "yellow"))
+        head = Text.assemble(
+            (f"{s.id}  ", "bold"), (f"{msg('mock.cli.state', lang)}: {state}", "yellow")
+        )
     out.print(head)
     table = Table(box=None, pad_edge=False, padding=(0, 1))
-    for col in ("#", msg("mock.cli.problem", lang), msg("mock.cli.file", lang), msg("mock.cli.status", lang), msg("mock.cli.tests", lang),
-                msg("mock.cli.hints", lang), msg("mock.cli.first_pass", lang)):
+    for col in (
+        "#",
+        msg("mock.cli.problem", lang),
+        msg("mock.cli.file", lang),
+        msg("mock.cli.status", lang),
+        msg("mock.cli.tests", lang),
+        msg("mock.cli.hints", lang),
+        msg("mock.cli.first_pass", lang),
+    ):
         table.add_column(col)
     for i, p in enumerate(s.problems, 1):
         info = sess.problem_summary(s, p)
         tests = "-" if info["total"] is None else f"{info['passed']}/{info['total']}"
-        table.add_row(str(i), f"{p.title[lang]} ({p.kata})", p.file,
-                      Text(info["status"], style=STATUS_STYLE.get(info["status"], "dim")), tests,
-                      str(len(p.hints)), scorecard.fmt_duration(info["time_to_first_pass"]))
+        table.add_row(
+            str(i),
+            f"{p.title[lang]} ({p.kata})",
+            p.file,
+            Text(info["status"], style=STATUS_STYLE.get(info["status"], "dim")),
+            tests,
+            str(len(p.hints)),
+            scorecard.fmt_duration(info["time_to_first_pass"]),
+        )
     out.print(table)
     out.print(f"{msg('mock.cli.folder', lang)}: {s.folder}", style="dim")
 
@@ -227,22 +324,49 @@ def print_card(card: dict[str, Any], folder: Path | None = None) -> None:
     fu_pct = "-" if fu["percent"] is None else f"{fu['percent']:.0f}%"
     if card["final"]:
         verdict = scorecard.verdict_name(card["verdict"], lang).upper()
-        head = Text.assemble((verdict, VERDICT_STYLE.get(card["verdict"], "bold")),
-                             f"   {msg('mock.cli.total', lang)} {card['total']:.0f}/100 ({msg('mock.cli.coding', lang)} "
-                             f"{card['coding']:.0f}, {msg('mock.cli.followups', lang)} {fu_pct})")
-        body: list[RenderableType] = [head, Text(f"{msg('mock.cli.rule', lang)}: {card['rule'][lang]}", style="dim")]
+        head = Text.assemble(
+            (verdict, VERDICT_STYLE.get(card["verdict"], "bold")),
+            f"   {msg('mock.cli.total', lang)} {card['total']:.0f}/100 ({msg('mock.cli.coding', lang)} "
+            f"{card['coding']:.0f}, {msg('mock.cli.followups', lang)} {fu_pct})",
+        )
+        body: list[RenderableType] = [
+            head,
+            Text(f"{msg('mock.cli.rule', lang)}: {card['rule'][lang]}", style="dim"),
+        ]
     else:
-        body = [Text(f"{msg('mock.cli.verdict', lang)}: {msg('mock.cli.pending_verdict', lang)}   {msg('mock.cli.coding', lang)} "
-                     f"{card['coding']:.0f}/100", style="yellow")]
+        body = [
+            Text(
+                f"{msg('mock.cli.verdict', lang)}: {msg('mock.cli.pending_verdict', lang)}   {msg('mock.cli.coding', lang)} "
+                f"{card['coding']:.0f}/100",
+                style="yellow",
+            )
+        ]
     table = Table(box=None, pad_edge=False, padding=(0, 1))
-    for col in (msg("mock.cli.problem", lang), msg("mock.cli.result", lang), msg("mock.cli.tests", lang), msg("mock.cli.first_pass", lang),
-                msg("mock.cli.hints", lang), msg("mock.cli.score", lang), msg("mock.cli.mistakes", lang)):
+    for col in (
+        msg("mock.cli.problem", lang),
+        msg("mock.cli.result", lang),
+        msg("mock.cli.tests", lang),
+        msg("mock.cli.first_pass", lang),
+        msg("mock.cli.hints", lang),
+        msg("mock.cli.score", lang),
+        msg("mock.cli.mistakes", lang),
+    ):
         table.add_column(col)
     for p in card["problems"]:
         shown = p["status"] if p["attempted"] else msg("mock.cli.not_attempted", lang)
-        table.add_row(p["kata"], Text(shown, style=STATUS_STYLE.get(p["status"], "red")),
-                      scorecard.tiers_text(p["tiers"]), scorecard.fmt_duration(p["time_to_first_pass"]),
-                      str(p["hints"]), f"{p['score']:.0f}", ", ".join(m["id"] + (f" ({msg('mock.cli.fixed', lang)})" if m.get("fixed") else "") for m in p["mistakes"]) or "-")
+        table.add_row(
+            p["kata"],
+            Text(shown, style=STATUS_STYLE.get(p["status"], "red")),
+            scorecard.tiers_text(p["tiers"]),
+            scorecard.fmt_duration(p["time_to_first_pass"]),
+            str(p["hints"]),
+            f"{p['score']:.0f}",
+            ", ".join(
+                m["id"] + (f" ({msg('mock.cli.fixed', lang)})" if m.get("fixed") else "")
+                for m in p["mistakes"]
+            )
+            or "-",
+        )
     body += [Text(""), table]
     for p in card["problems"]:
         if p["note"]:
@@ -252,10 +376,27 @@ def print_card(card: dict[str, Any], folder: Path | None = None) -> None:
         for col in ("id", "kind", "points", ""):
             ft.add_column(col)
         for q in fu["questions"]:
-            ft.add_row(q["id"], q["kind"], f"{q['points']}/{q['max']}" if q["answered"] else "-",
-                       q["feedback"][lang] if q["feedback"] else msg("mock.cli.pending", lang))
-        body += [Text(""), Text(f"{msg('mock.cli.followups', lang)} {fu['points']}/{fu['max']} ({fu_pct})", style="bold"), ft]
-    out.print(Panel(Group(*body), title=f"{msg('scorecard.title', lang)} · {card['session']}", title_align="left"))
+            ft.add_row(
+                q["id"],
+                q["kind"],
+                f"{q['points']}/{q['max']}" if q["answered"] else "-",
+                q["feedback"][lang] if q["feedback"] else msg("mock.cli.pending", lang),
+            )
+        body += [
+            Text(""),
+            Text(
+                f"{msg('mock.cli.followups', lang)} {fu['points']}/{fu['max']} ({fu_pct})",
+                style="bold",
+            ),
+            ft,
+        ]
+    out.print(
+        Panel(
+            Group(*body),
+            title=f"{msg('scorecard.title', lang)} · {card['session']}",
+            title_align="left",
+        )
+    )
     if folder is not None:
         out.print(msg("mock.cli.saved", lang, md=folder / "scorecard.md"), style="dim")
 
@@ -270,8 +411,13 @@ def ask_followups(folder: Path) -> Session:
         out.print(Text(msg("mock.cli.fu_intro", lang, n=len(todo)), style="bold"))
     for i, q in enumerate(todo, 1):
         out.print()
-        out.print(Text.assemble((f"[{i}/{len(todo)}] ", "dim"), (q["prompt"][lang], "bold"),
-                                (f"   ({q['kata']})", "dim")))
+        out.print(
+            Text.assemble(
+                (f"[{i}/{len(todo)}] ", "dim"),
+                (q["prompt"][lang], "bold"),
+                (f"   ({q['kata']})", "dim"),
+            )
+        )
         for j, opt in enumerate(q["options"]):
             out.print(f"  {followups.LETTERS[j]}) {opt[lang]}")
         raw = _ask_one(q, lang)
@@ -283,7 +429,9 @@ def ask_followups(folder: Path) -> Session:
         style = {"correct": "green", "partial": "yellow", "rated": "cyan"}.get(got["status"], "red")
         line = Text(f"{got['points']}/{got['max']}  {got['feedback'][lang]}", style=style)
         if q["kind"] != "open" and got["status"] != "correct":
-            line.append(f"  {msg('mock.cli.fu_expected', lang)}: {got['expected'][lang]}", style="default")
+            line.append(
+                f"  {msg('mock.cli.fu_expected', lang)}: {got['expected'][lang]}", style="default"
+            )
         out.print(line)
         if q["answer"] and q["kind"] != "open":
             out.print(Text(q["answer"][lang], style="dim"))
@@ -303,7 +451,9 @@ def _ask_one(q: dict[str, Any], lang: str) -> Any:
         "order": lambda raw: followups.parse_order(q, raw),
         "numeric": lambda raw: followups.parse_number(raw, q["unit"]),
     }.get(q["kind"])
-    hint = {"choice": "fu_choice", "order": "fu_order", "numeric": "fu_numeric", "open": "fu_open"}[q["kind"]]
+    hint = {"choice": "fu_choice", "order": "fu_order", "numeric": "fu_numeric", "open": "fu_open"}[
+        q["kind"]
+    ]
     suffix = f" [{q['unit']}]" if q["unit"] else ""
     while True:
         raw = _read(msg("mock.cli." + hint, lang) + suffix)
@@ -316,7 +466,14 @@ def _ask_one(q: dict[str, Any], lang: str) -> Any:
             return raw
         except followups.AnswerError as exc:
             out.print(exc.text[lang], style="red")
-    out.print(Panel(Markdown(q["answer"][lang]), title=msg("mock.cli.fu_model", lang), title_align="left", border_style="cyan"))
+    out.print(
+        Panel(
+            Markdown(q["answer"][lang]),
+            title=msg("mock.cli.fu_model", lang),
+            title_align="left",
+            border_style="cyan",
+        )
+    )
     while True:
         rating = _read(msg("mock.cli.fu_rate", lang))
         if rating is None:
@@ -361,13 +518,53 @@ def finish(s: Session, *, interactive: bool, json_out: bool, answers: Path | Non
 # -- commands ----------------------------------------------------------------------------------
 @mock_app.command()
 def start(
-    minutes: Annotated[int | None, typer.Option("--minutes", help=f"Length of the interview (default {DEFAULT_MINUTES}; with --katas: their estimates, 30-60).", show_default=False)] = None,
-    katas: Annotated[str | None, typer.Option("--katas", help="Choose the problems yourself: ids separated by commas (1-3).", show_default=False)] = None,
-    count: Annotated[int | None, typer.Option("--count", help="How many problems to pick (1-3; default: as many as fit in --minutes).", show_default=False)] = None,
-    difficulty: Annotated[str | None, typer.Option("--difficulty", help="Pick only easy, medium or hard katas.", show_default=False)] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Reproducible picks and follow-up numbers (same seed + same history = same session).", show_default=False)] = None,
+    minutes: Annotated[
+        int | None,
+        typer.Option(
+            "--minutes",
+            help=f"Length of the interview (default {DEFAULT_MINUTES}; with --katas: their estimates, 30-60).",
+            show_default=False,
+        ),
+    ] = None,
+    katas: Annotated[
+        str | None,
+        typer.Option(
+            "--katas",
+            help="Choose the problems yourself: ids separated by commas (1-3).",
+            show_default=False,
+        ),
+    ] = None,
+    count: Annotated[
+        int | None,
+        typer.Option(
+            "--count",
+            help="How many problems to pick (1-3; default: as many as fit in --minutes).",
+            show_default=False,
+        ),
+    ] = None,
+    difficulty: Annotated[
+        str | None,
+        typer.Option(
+            "--difficulty", help="Pick only easy, medium or hard katas.", show_default=False
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Reproducible picks and follow-up numbers (same seed + same history = same session).",
+            show_default=False,
+        ),
+    ] = None,
     lang: LangOption = None,
-    directory: Annotated[Path | None, typer.Option("--dir", help="Session folder (new or empty; default: $KATA_WORKSPACE/mock/<id>).", show_default=False)] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="Session folder (new or empty; default: $KATA_WORKSPACE/mock/<id>).",
+            show_default=False,
+        ),
+    ] = None,
     interactive: InteractiveOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -388,20 +585,39 @@ def start(
         minutes = DEFAULT_MINUTES if minutes is None else minutes
         with History() as h:
             stats, mistakes = h.stats(), h.mistake_counts()
-        picks = picker.pick(picker.candidates(difficulty), stats, mistakes, seed=seed, count=count, minutes=minutes)
-    s = sess.create([p.kata for p in picks], {p.kata.id: p.reason for p in picks}, minutes=minutes,
-                    seed=seed, lang=lang, folder=directory)
+        picks = picker.pick(
+            picker.candidates(difficulty), stats, mistakes, seed=seed, count=count, minutes=minutes
+        )
+    s = sess.create(
+        [p.kata for p in picks],
+        {p.kata.id: p.reason for p in picks},
+        minutes=minutes,
+        seed=seed,
+        lang=lang,
+        folder=directory,
+    )
     suggested = sum(p.kata.minutes for p in picks)
     if suggested > minutes:  # the user's own choice: said once, on stderr (the clock is running)
         names = ", ".join(f"{p.kata.id} ({p.kata.minutes} min)" for p in picks)
-        err.print(msg("mock.cli.too_long", lang, names=names, total=suggested, minutes=minutes), style="yellow", highlight=False)
+        err.print(
+            msg("mock.cli.too_long", lang, names=names, total=suggested, minutes=minutes),
+            style="yellow",
+            highlight=False,
+        )
     if json_out:
         print_json(s.summary())
         return
-    out.print(msg("mock.cli.started", lang, id=s.id, minutes=minutes, deadline=_when(s.deadline, "%H:%M")), style="bold")
+    out.print(
+        msg(
+            "mock.cli.started", lang, id=s.id, minutes=minutes, deadline=_when(s.deadline, "%H:%M")
+        ),
+        style="bold",
+    )
     for i, p in enumerate(s.problems, 1):
-        out.print(f"  {i}. {p.title[lang]} ({p.kata}, {msg('mock.cli.' + p.difficulty, lang)}, {msg('mock.cli.about', lang, n=p.minutes)})"
-                  f" — {p.reason[lang]}")
+        out.print(
+            f"  {i}. {p.title[lang]} ({p.kata}, {msg('mock.cli.' + p.difficulty, lang)}, {msg('mock.cli.about', lang, n=p.minutes)})"
+            f" — {p.reason[lang]}"
+        )
     if _interactive(interactive):
         _screen_then_finish(s.folder)
     else:
@@ -449,7 +665,9 @@ def status(session: SessionOption = None, json_out: JsonOption = False) -> None:
 
 @mock_app.command()
 def check(
-    kata: Annotated[str | None, typer.Argument(help="Which problem (default: all of them).", show_default=False)] = None,
+    kata: Annotated[
+        str | None, typer.Argument(help="Which problem (default: all of them).", show_default=False)
+    ] = None,
     session: SessionOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -462,7 +680,9 @@ def check(
     s = sess.find(session)
     s = sess.close_if_due(s.folder)
     if s.state != sess.ACTIVE:
-        raise UsageError(f"session {s.id} is over ({s.state})", "see the result with `kata mock submit`")
+        raise UsageError(
+            f"session {s.id} is over ({s.state})", "see the result with `kata mock submit`"
+        )
     targets = [s.problem(kata)] if kata else list(s.problems)
     results = []
     passed = True
@@ -488,7 +708,10 @@ def check(
 
 @mock_app.command()
 def hint(
-    kata: Annotated[str | None, typer.Argument(help="Which problem (default: the current one).", show_default=False)] = None,
+    kata: Annotated[
+        str | None,
+        typer.Argument(help="Which problem (default: the current one).", show_default=False),
+    ] = None,
     session: SessionOption = None,
 ) -> None:
     """Show the next hint (costs points).
@@ -501,8 +724,21 @@ def hint(
         out.print(msg("mock.cli.no_more_hints", s.lang, kata=s.problem(kata).kata))
         return
     p, hid, text = got
-    out.print(Text.assemble((f"{p.kata} · {hid}  ", "bold"),
-                            (msg("mock.cli.hint_cost", s.lang, cost=scorecard.HINT_COST, n=len(p.hints), kata=p.kata), "yellow")))
+    out.print(
+        Text.assemble(
+            (f"{p.kata} · {hid}  ", "bold"),
+            (
+                msg(
+                    "mock.cli.hint_cost",
+                    s.lang,
+                    cost=scorecard.HINT_COST,
+                    n=len(p.hints),
+                    kata=p.kata,
+                ),
+                "yellow",
+            ),
+        )
+    )
     out.print(text)
 
 
@@ -523,7 +759,12 @@ def submit(
     if s.state == sess.ACTIVE:
         with sess.mutate(s.folder) as s:
             sess.submit(s, sess.now(), "manual")
-    finish(s, interactive=_interactive(interactive) and not json_out, json_out=json_out, answers=answers)
+    finish(
+        s,
+        interactive=_interactive(interactive) and not json_out,
+        json_out=json_out,
+        answers=answers,
+    )
 
 
 @mock_app.command()
@@ -545,9 +786,14 @@ def answer(
 
 @mock_app.command()
 def card(
-    session: Annotated[str | None, typer.Argument(help="Session id or prefix (default: the latest).", show_default=False)] = None,
+    session: Annotated[
+        str | None,
+        typer.Argument(help="Session id or prefix (default: the latest).", show_default=False),
+    ] = None,
     json_out: JsonOption = False,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print the Markdown scorecard.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the Markdown scorecard.")
+    ] = False,
     lang: LangOption = None,
 ) -> None:
     """Show the scorecard of a session."""
@@ -596,21 +842,36 @@ def history(
         out.print(msg("mock.cli.no_sessions", lang))
         return
     table = Table(title="mock interviews", box=None, pad_edge=False, padding=(0, 1))
-    for col in ("id", "problems", "state", msg("mock.cli.total", lang), msg("mock.cli.followups", lang), msg("mock.cli.verdict", lang)):
+    for col in (
+        "id",
+        "problems",
+        "state",
+        msg("mock.cli.total", lang),
+        msg("mock.cli.followups", lang),
+        msg("mock.cli.verdict", lang),
+    ):
         table.add_column(col)
     for r in rows:
         verdict = r["verdict"]
-        table.add_row(r["id"], ", ".join(json.loads(r["katas"])), r["state"],
-                      "-" if r["score"] is None else f"{r['score']:.0f}",
-                      "-" if r["followup_score"] is None else f"{r['followup_score']:.0f}%",
-                      Text(scorecard.verdict_name(verdict, lang), style=VERDICT_STYLE.get(verdict or "", "dim")))
+        table.add_row(
+            r["id"],
+            ", ".join(json.loads(r["katas"])),
+            r["state"],
+            "-" if r["score"] is None else f"{r['score']:.0f}",
+            "-" if r["followup_score"] is None else f"{r['followup_score']:.0f}%",
+            Text(
+                scorecard.verdict_name(verdict, lang), style=VERDICT_STYLE.get(verdict or "", "dim")
+            ),
+        )
     out.print(table)
     if scores:
         bars = "▁▂▃▄▅▆▇█"
         spark = "".join(bars[min(7, int(x / 100 * 8))] for x in scores[-20:])
         change = "" if trend["change"] is None else f"  {trend['change']:+.0f} vs previous"
-        out.print(f"{msg('mock.cli.trend', lang)}: {spark}  last {trend['last']:.0f}, best {trend['best']:.0f}, "
-                  f"mean of last 3 {trend['mean_last_3']:.0f}{change}")
+        out.print(
+            f"{msg('mock.cli.trend', lang)}: {spark}  last {trend['last']:.0f}, best {trend['best']:.0f}, "
+            f"mean of last 3 {trend['mean_last_3']:.0f}{change}"
+        )
 
 
 @mock_app.command()

@@ -21,7 +21,12 @@ from attnkata.checker.store import History
 from attnkata.cli.console import err, out, print_json, write_json_line
 from attnkata.cli.options import JsonOption, LangOption, RecordOption, resolve_lang
 
-KataArg = Annotated[str, typer.Argument(metavar="KATA", help="Kata id, e.g. sdpa (see `kata list`).", show_default=False)]
+KataArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="KATA", help="Kata id, e.g. sdpa (see `kata list`).", show_default=False
+    ),
+]
 
 
 def _fmt_seconds(seconds: float | None) -> str:
@@ -61,12 +66,17 @@ def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
     rows = []
     for k in katas.values():
         s = stats.get(k.id)
-        rows.append({
-            "id": k.id, "title": k.title.get(lang), "difficulty": k.difficulty, "minutes": k.minutes,
-            "status": s.status if s else "not started",
-            "best_time": s.time_to_first_pass if s else None,
-            "due": plans[k.id].is_due(now),
-        })
+        rows.append(
+            {
+                "id": k.id,
+                "title": k.title.get(lang),
+                "difficulty": k.difficulty,
+                "minutes": k.minutes,
+                "status": s.status if s else "not started",
+                "best_time": s.time_to_first_pass if s else None,
+                "due": plans[k.id].is_due(now),
+            }
+        )
     if json_out:
         print_json(rows)
         return
@@ -104,8 +114,18 @@ def next_kata(json_out: JsonOption = False, lang: LangOption = None) -> None:
     if rec is None:
         raise UsageError("no katas installed", "reinstall attnkata")
     if json_out:
-        print_json({"kata": rec.kata, "reason": rec.reason.get(lang, rec.reason["en"]), "plan": rec.plan.to_dict(),
-                    "due": [p.kata for p in sorted(plans.values(), key=lambda p: p.due or now) if p.is_due(now)]})
+        print_json(
+            {
+                "kata": rec.kata,
+                "reason": rec.reason.get(lang, rec.reason["en"]),
+                "plan": rec.plan.to_dict(),
+                "due": [
+                    p.kata
+                    for p in sorted(plans.values(), key=lambda p: p.due or now)
+                    if p.is_due(now)
+                ],
+            }
+        )
         return
     title = catalog.summaries()[rec.kata].title.get(lang)
     out.print(f"[bold]{rec.kata}[/] — {title}")
@@ -130,8 +150,17 @@ def _markdown(text: str):  # noqa: ANN202 - rich.markdown is imported only where
 
 def start(
     kata: KataArg,
-    directory: Annotated[Path | None, typer.Option("--dir", help="Folder for the file (default: $KATA_WORKSPACE/<kata> or ~/attnkata/<kata>).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing file (a timestamped backup is kept).")] = False,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="Folder for the file (default: $KATA_WORKSPACE/<kata> or ~/attnkata/<kata>).",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace an existing file (a timestamped backup is kept)."),
+    ] = False,
     lang: LangOption = None,
 ) -> None:
     """Copy the skeleton of KATA into your workspace and show the statement."""
@@ -146,7 +175,9 @@ def start(
     if res.created:
         out.print(f"[green]Your file:[/] {res.path}")
     else:
-        out.print(f"[yellow]{res.path} already exists; left it as it is[/] (use --force to start over; a backup is kept)")
+        out.print(
+            f"[yellow]{res.path} already exists; left it as it is[/] (use --force to start over; a backup is kept)"
+        )
     out.print(f"Check it with: kata check {k.id}" + ("" if directory is None else f" {res.path}"))
 
 
@@ -154,27 +185,59 @@ def _resolve_file(k: catalog.Kata, file: Path | None) -> Path:
     return file if file is not None else workspace.solution_path(k)
 
 
-def grade(k: catalog.Kata, path: Path, timeout: float | None, lang: str, record: bool | None = None,  # noqa: ANN201
-          *, spinner: bool = False, cancel: threading.Event | None = None, again: bool = False):
+def grade(
+    k: catalog.Kata,
+    path: Path,
+    timeout: float | None,
+    lang: str,
+    record: bool | None = None,  # noqa: ANN201
+    *,
+    spinner: bool = False,
+    cancel: threading.Event | None = None,
+    again: bool = False,
+):
     """Grade through the checker; on a terminal (`spinner`) show the current test and the time
     used against the limit while it runs."""
     from attnkata.checker import api
 
     if not spinner:
-        return api.grade(k, path, timeout=timeout, lang=lang, record=record, cancel=cancel, again=again)
+        return api.grade(
+            k, path, timeout=timeout, lang=lang, record=record, cancel=cancel, again=again
+        )
     from attnkata.cli.progress import CheckProgress
 
     limits = api.limits_for(timeout, k)
     with CheckProgress(err, limits.call_timeout, limits.total_timeout, lang) as progress:
-        return api.grade(k, path, timeout=timeout, lang=lang, record=record, cancel=cancel,
-                         progress=progress.update, again=again)
+        return api.grade(
+            k,
+            path,
+            timeout=timeout,
+            lang=lang,
+            record=record,
+            cancel=cancel,
+            progress=progress.update,
+            again=again,
+        )
 
 
 def check(
     kata: KataArg,
-    file: Annotated[Path | None, typer.Argument(metavar="[FILE]", help="Your solution (default: the workspace file).", show_default=False)] = None,
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="[FILE]",
+            help="Your solution (default: the workspace file).",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOption = False,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code (total: 6x; default: from the kata's reference).")] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            help="Seconds per call of your code (total: 6x; default: from the kata's reference).",
+        ),
+    ] = None,
     record: RecordOption = None,
     lang: LangOption = None,
 ) -> None:
@@ -194,9 +257,23 @@ def check(
 
 def watch(
     kata: KataArg,
-    file: Annotated[Path | None, typer.Argument(metavar="[FILE]", help="Your solution (default: the workspace file).", show_default=False)] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON result per check, one per line (as `kata check --json`).")] = False,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per call of your code.")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="[FILE]",
+            help="Your solution (default: the workspace file).",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="One JSON result per check, one per line (as `kata check --json`)."
+        ),
+    ] = False,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds per call of your code.")
+    ] = None,
     record: RecordOption = None,
     lang: LangOption = None,
 ) -> None:
@@ -214,8 +291,16 @@ def watch(
         while True:
             watcher.changed.clear()
             try:
-                result = grade(k, path, timeout, lang, record, spinner=not json_out and err.is_terminal,
-                               cancel=watcher.changed, again=True)
+                result = grade(
+                    k,
+                    path,
+                    timeout,
+                    lang,
+                    record,
+                    spinner=not json_out and err.is_terminal,
+                    cancel=watcher.changed,
+                    again=True,
+                )
             except CheckCancelled:
                 continue  # saved again during the check: start over on the new version
             if json_out:
@@ -242,14 +327,22 @@ def _catalogue_hint(mistake_id: str) -> catalog.Hint | None:
     if mistake_id not in mistakes.catalogue():
         return None
     m = mistakes.get(mistake_id)
-    text = catalog.Text(**{lang: msg("hint.title_and_fix", lang, title=m.render("title", lang),
-                                      fix=m.render("fix", lang)) for lang in catalog.LANGS})
+    text = catalog.Text(
+        **{
+            lang: msg(
+                "hint.title_and_fix", lang, title=m.render("title", lang), fix=m.render("fix", lang)
+            )
+            for lang in catalog.LANGS
+        }
+    )
     return catalog.Hint(text=text, mistake=mistake_id)
 
 
 def hint(
     kata: KataArg,
-    level: Annotated[int | None, typer.Option("--level", help="Show hint number N (1 = gentlest).")] = None,
+    level: Annotated[
+        int | None, typer.Option("--level", help="Show hint number N (1 = gentlest).")
+    ] = None,
     lang: LangOption = None,
 ) -> None:
     """Show the next hint for KATA (a hint for your last diagnosed mistake comes first)."""
@@ -259,8 +352,10 @@ def hint(
     k = catalog.get_kata(kata)
     if (mock := blocking_session(k.id)) is not None and mock.state == ACTIVE:
         # In a mock interview hints cost points; they are given (and charged) by the session.
-        raise UsageError(f"{k.id} is part of the running mock interview {mock.id}",
-                         f"use `kata mock hint {k.id}` (hints cost points there)")
+        raise UsageError(
+            f"{k.id} is part of the running mock interview {mock.id}",
+            f"use `kata mock hint {k.id}` (hints cost points there)",
+        )
     hints = k.progressive_hints
     with History() as h:
         shown = {json.loads(e["detail"]).get("id") for e in h.events(k.id, "hint")}
@@ -299,8 +394,12 @@ def solution(
         passed = any(r["status"] == "pass" for r in h.attempts(k.id, limit=1000))
         if not (passed or yes):
             if not sys.stdin.isatty():
-                raise UsageError("you have not passed this kata yet", "pass --yes to see the solution anyway")
-            if not typer.confirm("You have not passed this kata yet. Show the reference solution?", default=False):
+                raise UsageError(
+                    "you have not passed this kata yet", "pass --yes to see the solution anyway"
+                )
+            if not typer.confirm(
+                "You have not passed this kata yet. Show the reference solution?", default=False
+            ):
                 raise typer.Exit(1)
         h.record_event(k.id, "solution", {"after_pass": passed})
     code = strip_markers(reference_path(k.id).read_text(encoding="utf-8"))
@@ -359,10 +458,20 @@ def stats(json_out: JsonOption = False) -> None:
         mistakes = h.mistake_counts()
         plans, now = _plans(h)
     if json_out:
-        print_json({"katas": {k: s._asdict() | {"status": s.status, "due": _iso(plans.get(k))}
-                              for k, s in per_kata.items()},
-                    "mistakes": mistakes,
-                    "due": [p.kata for p in sorted(plans.values(), key=lambda p: p.due or now) if p.is_due(now)]})
+        print_json(
+            {
+                "katas": {
+                    k: s._asdict() | {"status": s.status, "due": _iso(plans.get(k))}
+                    for k, s in per_kata.items()
+                },
+                "mistakes": mistakes,
+                "due": [
+                    p.kata
+                    for p in sorted(plans.values(), key=lambda p: p.due or now)
+                    if p.is_due(now)
+                ],
+            }
+        )
         return
     if not per_kata:
         out.print("No practice recorded yet. Start with `kata start sdpa`.")
@@ -377,8 +486,14 @@ def stats(json_out: JsonOption = False) -> None:
     for s in per_kata.values():
         p = plans.get(s.kata)
         due = _when(p.due if p else None, now)
-        table.add_row(s.kata, s.status, f"{s.passes}/{s.attempts}", _fmt_seconds(s.time_to_first_pass), str(s.hints),
-                      f"[bold magenta]{due}[/]" if due == "now" else due)
+        table.add_row(
+            s.kata,
+            s.status,
+            f"{s.passes}/{s.attempts}",
+            _fmt_seconds(s.time_to_first_pass),
+            str(s.hints),
+            f"[bold magenta]{due}[/]" if due == "now" else due,
+        )
     out.print(table)
     if mistakes:
         mt = Table(title="your most common mistakes")

@@ -11,15 +11,25 @@ import math
 import torch
 
 
-def block_layout(nb: int, window: int, n_global: int, random_blocks: torch.Tensor | None,
-                 device: torch.device | str | None = None) -> torch.Tensor:
+def block_layout(
+    nb: int,
+    window: int,
+    n_global: int,
+    random_blocks: torch.Tensor | None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
     """(nb, nb) bool: query block i may attend key block j."""
     raise NotImplementedError("write this part")
 
 
-def block_sparse_mask(L: int, block: int, window: int, n_global: int,
-                      random_blocks: torch.Tensor | None = None,
-                      device: torch.device | str | None = None) -> torch.Tensor:
+def block_sparse_mask(
+    L: int,
+    block: int,
+    window: int,
+    n_global: int,
+    random_blocks: torch.Tensor | None = None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
     """The token-level (L, L) "may attend" mask of the block layout.
 
     Query block i may attend key block j iff |i - j| <= window, or i < n_global, or
@@ -39,9 +49,16 @@ def block_sparse_mask(L: int, block: int, window: int, n_global: int,
     raise NotImplementedError("write this part")
 
 
-def block_sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int, window: int,
-                           n_global: int, random_blocks: torch.Tensor | None = None,
-                           scale: float | None = None) -> torch.Tensor:
+def block_sparse_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block: int,
+    window: int,
+    n_global: int,
+    random_blocks: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
     """Dense attention under `block_sparse_mask`, computed block by block.
 
     Args:

@@ -28,7 +28,12 @@ def oracle_mask(L: int, block: int, window: int, n_global: int, random_blocks=No
     for t in range(L):
         for s in range(L):
             i, j = t // block, s // block
-            m[t, s] = abs(i - j) <= window or i < n_global or j < n_global or (bool(rand) and j in rand[i])
+            m[t, s] = (
+                abs(i - j) <= window
+                or i < n_global
+                or j < n_global
+                or (bool(rand) and j in rand[i])
+            )
     return m
 
 
@@ -61,13 +66,18 @@ def case_args(name: str):
 def describe(L, block, window, n_global, rb) -> str:
     nb = -(-L // block)
     rand = "None" if rb is None else f"{rb.tolist()} (row i = random key blocks of query block i)"
-    return (f"L={L}, block={block} (nb = ceil(L / block) = {nb}, last block {L - (nb - 1) * block} token(s)), "
-            f"window={window}, n_global={n_global}, random_blocks={rand}")
+    return (
+        f"L={L}, block={block} (nb = ceil(L / block) = {nb}, last block {L - (nb - 1) * block} token(s)), "
+        f"window={window}, n_global={n_global}, random_blocks={rand}"
+    )
 
 
 def qkv(seed: int, L: int, scale: float = 1.0):
-    return (randn(B, H, L, D, seed=seed, scale=scale), randn(B, H, L, D, seed=seed + 1, scale=scale),
-            randn(B, H, L, DV, seed=seed + 2))
+    return (
+        randn(B, H, L, D, seed=seed, scale=scale),
+        randn(B, H, L, D, seed=seed + 1, scale=scale),
+        randn(B, H, L, DV, seed=seed + 2),
+    )
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -82,42 +92,80 @@ def test_mask(solution, name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_attention(solution, name):
     L, block, window, n_global, rb = case_args(name)
-    check_call(solution, ATTN, dense, (*qkv(1, L), block, window, n_global, rb),
-               case=f"{ATTN}: B={B}, H={H}, d={D}, dv={DV}, " + describe(L, block, window, n_global, rb))
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(1, L), block, window, n_global, rb),
+        case=f"{ATTN}: B={B}, H={H}, d={D}, dv={DV}, " + describe(L, block, window, n_global, rb),
+    )
 
 
 def test_attention_explicit_scale(solution):
     L, block, window, n_global, rb = case_args("L13-b3-w1-g1-r2")
-    check_call(solution, ATTN, dense, (*qkv(4, L), block, window, n_global, rb), {"scale": 0.3},
-               case=f"{ATTN}: scale=0.3, " + describe(L, block, window, n_global, rb))
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(4, L), block, window, n_global, rb),
+        {"scale": 0.3},
+        case=f"{ATTN}: scale=0.3, " + describe(L, block, window, n_global, rb),
+    )
 
 
 @pytest.mark.tier("edge")
 def test_mask_device(solution):
     case = f"{MASK}(9, 2, 1, 1, device='meta')"
     got = solution.call(MASK, (9, 2, 1, 1), {"device": "meta"}).value
-    if not isinstance(got, torch.Tensor) or got.device.type != "meta" or got.shape != (9, 9) or got.dtype != torch.bool:
-        raise AssertionError(f"{case}: expected a (9, 9) bool tensor on device meta, got {got!r:.80}")
+    if (
+        not isinstance(got, torch.Tensor)
+        or got.device.type != "meta"
+        or got.shape != (9, 9)
+        or got.dtype != torch.bool
+    ):
+        raise AssertionError(
+            f"{case}: expected a (9, 9) bool tensor on device meta, got {got!r:.80}"
+        )
 
 
 @pytest.mark.tier("edge")
-@pytest.mark.parametrize(("L", "block", "window", "n_global"), [
-    pytest.param(9, 4, 5, 0, id="window-wider-than-nb"), pytest.param(7, 3, 0, 4, id="every-block-global"),
-    pytest.param(5, 8, 0, 0, id="one-short-block")])
+@pytest.mark.parametrize(
+    ("L", "block", "window", "n_global"),
+    [
+        pytest.param(9, 4, 5, 0, id="window-wider-than-nb"),
+        pytest.param(7, 3, 0, 4, id="every-block-global"),
+        pytest.param(5, 8, 0, 0, id="one-short-block"),
+    ],
+)
 def test_degenerate_layouts(solution, L, block, window, n_global):
     args = (L, block, window, n_global, None)
-    check_call(solution, ATTN, dense, (*qkv(7, L), *args[1:]),
-               case=f"{ATTN}: " + describe(*args) + ": every query sees every key")
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(7, L), *args[1:]),
+        case=f"{ATTN}: " + describe(*args) + ": every query sees every key",
+    )
     outcome = solution.call(MASK, args)
-    assert_equal_mask(outcome.value, torch.ones(L, L, dtype=torch.bool), case=f"{MASK}: " + describe(*args))
+    assert_equal_mask(
+        outcome.value, torch.ones(L, L, dtype=torch.bool), case=f"{MASK}: " + describe(*args)
+    )
 
 
 @pytest.mark.tier("edge")
-@pytest.mark.parametrize("dtype", [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")])
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")]
+)
 def test_attention_large_logits(solution, dtype):
     L, block, window, n_global, rb = case_args("L13-b3-w1-g1-r2")
-    check_call(solution, ATTN, dense, (*qkv(10, L, scale=60.0), block, window, n_global, rb), dtype=dtype,
-               case=f"{ATTN}: large logits (~1e4), " + describe(L, block, window, n_global, rb))
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(10, L, scale=60.0), block, window, n_global, rb),
+        dtype=dtype,
+        case=f"{ATTN}: large logits (~1e4), " + describe(L, block, window, n_global, rb),
+    )
 
 
 EFF = {"L": 4096, "block": 64, "window": 1, "n_global": 1, "r": 2, "d": 32}
@@ -131,12 +179,18 @@ def test_attention_memory(solution):
     q, k, v = (randn(1, 1, L, dd, seed=s, dtype=torch.float32) for s in (40, 41, 42))
     args = (q, k, v, block, EFF["window"], EFF["n_global"], rb)
     keys = (2 * EFF["window"] + 1 + EFF["n_global"] + r) * block
-    case = (f"efficiency: B=H=1, L={L}, block={block}, window={EFF['window']}, n_global={EFF['n_global']}, "
-            f"r={r}, d=dv={dd}, float32 (a non-global query sees at most {keys} keys)")
-    advice = (f"A query needs at most (2*window + 1 + n_global + r) * block = {keys} keys, not all {L}: do not "
-              "build an (L, L) score matrix or mask. Loop over query blocks (or over the key-block slots) and take "
-              "only the allowed key blocks; a global query block may see every key, one block of rows at a time.")
-    outcome = call_within_memory(solution, ATTN, args, dense_bytes=L * L * 4, case=case, advice=advice)
+    case = (
+        f"efficiency: B=H=1, L={L}, block={block}, window={EFF['window']}, n_global={EFF['n_global']}, "
+        f"r={r}, d=dv={dd}, float32 (a non-global query sees at most {keys} keys)"
+    )
+    advice = (
+        f"A query needs at most (2*window + 1 + n_global + r) * block = {keys} keys, not all {L}: do not "
+        "build an (L, L) score matrix or mask. Loop over query blocks (or over the key-block slots) and take "
+        "only the allowed key blocks; a global query block may see every key, one block of rows at a time."
+    )
+    outcome = call_within_memory(
+        solution, ATTN, args, dense_bytes=L * L * 4, case=case, advice=advice
+    )
     assert_no_mutation(outcome, case=case)
     assert_largest_below(outcome, L * L // 8, case=case, advice=advice)
     expected = ref.block_sparse_attention(*(t.double() for t in (q, k, v)), *args[3:])

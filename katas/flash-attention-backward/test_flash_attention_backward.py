@@ -48,7 +48,9 @@ def dense_forward(q, k, v, mask=None, is_causal=False, scale=None):
     return out, torch.logsumexp(scores, dim=-1)
 
 
-def dense_grads(q, k, v, out, lse, dout, mask=None, is_causal=False, scale=None, block_q=64, block_k=64):
+def dense_grads(
+    q, k, v, out, lse, dout, mask=None, is_causal=False, scale=None, block_q=64, block_k=64
+):
     """The oracle: autograd of sum(out * dout) through dense attention."""
     leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
     allowed = allowed_of(q.shape[-2], k.shape[-2], mask, is_causal)
@@ -58,8 +60,11 @@ def dense_grads(q, k, v, out, lse, dout, mask=None, is_causal=False, scale=None,
 
 def inputs(seed: int, Lq: int = L, Sk: int = S, magnitude: float = 1.0, **fwd_kwargs):
     """(q, k, v, out, lse, dout) in float64; out and lse from the dense forward."""
-    q, k, v = (randn(B, H, Lq, D, seed=seed, scale=magnitude), randn(B, H, Sk, D, seed=seed + 1, scale=magnitude),
-               randn(B, H, Sk, DV, seed=seed + 2))
+    q, k, v = (
+        randn(B, H, Lq, D, seed=seed, scale=magnitude),
+        randn(B, H, Sk, D, seed=seed + 1, scale=magnitude),
+        randn(B, H, Sk, DV, seed=seed + 2),
+    )
     out, lse = dense_forward(q, k, v, **fwd_kwargs)
     return q, k, v, out, lse, randn(B, H, Lq, DV, seed=seed + 3)
 
@@ -79,8 +84,16 @@ def truth_and_budget(*args, **kwargs):
 
 def check(solution, seed, kwargs, case, dtype=torch.float64, **shape):
     fwd_kwargs = {k: v for k, v in kwargs.items() if k in ("mask", "is_causal", "scale")}
-    return check_call(solution, FN, truth_and_budget, inputs(seed, **shape, **fwd_kwargs), kwargs, case=case,
-                      dtype=dtype, names=PARTS)
+    return check_call(
+        solution,
+        FN,
+        truth_and_budget,
+        inputs(seed, **shape, **fwd_kwargs),
+        kwargs,
+        case=case,
+        dtype=dtype,
+        names=PARTS,
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -90,7 +103,12 @@ def test_no_mask(solution, dtype):
 
 @pytest.mark.parametrize(("bq", "bk"), [(4, 16), (16, 4), (5, 7)])
 def test_tile_sizes(solution, bq, bk):
-    check(solution, 5, {"block_q": bq, "block_k": bk}, f"no mask, {sizes(tiles=f'block_q={bq}, block_k={bk}')}")
+    check(
+        solution,
+        5,
+        {"block_q": bq, "block_k": bk},
+        f"no mask, {sizes(tiles=f'block_q={bq}, block_k={bk}')}",
+    )
 
 
 def test_default_tiles(solution):
@@ -98,18 +116,34 @@ def test_default_tiles(solution):
 
 
 def test_square_full_tiles(solution):
-    check(solution, 13, dict(TILES), f"no mask, {sizes(16, 16)} (every tile full and square)", Lq=16, Sk=16)
+    check(
+        solution,
+        13,
+        dict(TILES),
+        f"no mask, {sizes(16, 16)} (every tile full and square)",
+        Lq=16,
+        Sk=16,
+    )
 
 
 def test_causal_kv_cache(solution):
-    check(solution, 17, {**TILES, "is_causal": True},
-          f"is_causal=True with a KV cache (query i at p = {S - 13} + i), {sizes(Lq=13)}", Lq=13)
+    check(
+        solution,
+        17,
+        {**TILES, "is_causal": True},
+        f"is_causal=True with a KV cache (query i at p = {S - 13} + i), {sizes(Lq=13)}",
+        Lq=13,
+    )
 
 
 def test_mask_and_causal(solution):
     mask = random_mask(B, 1, L, S, seed=21, p=0.7)
-    check(solution, 22, {**TILES, "mask": mask, "is_causal": True},
-          f"bool mask (B, 1, L, S) and is_causal=True together, {sizes()}")
+    check(
+        solution,
+        22,
+        {**TILES, "mask": mask, "is_causal": True},
+        f"bool mask (B, 1, L, S) and is_causal=True together, {sizes()}",
+    )
 
 
 def test_mask_broadcast(solution):
@@ -133,23 +167,41 @@ def empty_rows_mask(seed: int) -> torch.Tensor:
 @pytest.mark.tier("edge")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rows_without_keys(solution, dtype):
-    check(solution, 33, {**TILES, "mask": empty_rows_mask(34)},
-          "queries (batch 0, query 4) and (batch 1, query 11) have no allowed key (lse = -inf: they contribute "
-          f"nothing) and a fully masked tile, {sizes()}", dtype)
+    check(
+        solution,
+        33,
+        {**TILES, "mask": empty_rows_mask(34)},
+        "queries (batch 0, query 4) and (batch 1, query 11) have no allowed key (lse = -inf: they contribute "
+        f"nothing) and a fully masked tile, {sizes()}",
+        dtype,
+    )
 
 
 @pytest.mark.tier("edge")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_causal_queries_without_keys(solution, dtype):
-    check(solution, 37, {**TILES, "is_causal": True},
-          f"is_causal=True with L > S: queries 0..13 see no key (lse = -inf), {sizes(27, 13)}", dtype, Lq=27, Sk=13)
+    check(
+        solution,
+        37,
+        {**TILES, "is_causal": True},
+        f"is_causal=True with L > S: queries 0..13 see no key (lse = -inf), {sizes(27, 13)}",
+        dtype,
+        Lq=27,
+        Sk=13,
+    )
 
 
 @pytest.mark.tier("edge")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_large_logits(solution, dtype):
-    check(solution, 41, {**TILES, "is_causal": True},
-          f"large logits (|q.k|/sqrt(d) up to ~1e4), is_causal=True, {sizes()}", dtype, magnitude=60.0)
+    check(
+        solution,
+        41,
+        {**TILES, "is_causal": True},
+        f"large logits (|q.k|/sqrt(d) up to ~1e4), is_causal=True, {sizes()}",
+        dtype,
+        magnitude=60.0,
+    )
 
 
 EFF_N, EFF_D, EFF_T = 4096, 32, 128
@@ -158,20 +210,39 @@ EFF_N, EFF_D, EFF_T = 4096, 32, 128
 @pytest.mark.tier("efficient")
 def test_tiles_only(solution):
     """Causal, 4096 tokens, 128 x 128 tiles: a tile has 16,384 scores."""
-    q, k, v, dout = (randn(1, 1, EFF_N, EFF_D, seed=s, dtype=torch.float32) for s in (50, 51, 52, 53))
+    q, k, v, dout = (
+        randn(1, 1, EFF_N, EFF_D, seed=s, dtype=torch.float32) for s in (50, 51, 52, 53)
+    )
     kwargs = {"is_causal": True, "block_q": EFF_T, "block_k": EFF_T}
     out, lse = fwd.flash_attention(q, k, v, **kwargs)
-    case = (f"efficiency: B=H=1, L=S={EFF_N}, d=dv={EFF_D}, float32, is_causal=True, "
-            f"block_q=block_k={EFF_T}")
-    advice = (f"A tile is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build (L, S) probabilities, scores or "
-              "masks: recompute P = exp(s - lse) one tile at a time and accumulate dq, dk, dv tile by tile")
+    case = (
+        f"efficiency: B=H=1, L=S={EFF_N}, d=dv={EFF_D}, float32, is_causal=True, "
+        f"block_q=block_k={EFF_T}"
+    )
+    advice = (
+        f"A tile is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build (L, S) probabilities, scores or "
+        "masks: recompute P = exp(s - lse) one tile at a time and accumulate dq, dk, dv tile by tile"
+    )
     # Three quarters: dq, dk, dv and their per-tile terms need more than the forward's half.
-    outcome = call_within_memory(solution, FN, (q, k, v, out, lse, dout), kwargs, dense_bytes=EFF_N * EFF_N * 4,
-                                 fraction=0.75, case=case, advice=advice)
+    outcome = call_within_memory(
+        solution,
+        FN,
+        (q, k, v, out, lse, dout),
+        kwargs,
+        dense_bytes=EFF_N * EFF_N * 4,
+        fraction=0.75,
+        case=case,
+        advice=advice,
+    )
     assert_no_mutation(outcome, case=case)
     assert_largest_below(outcome, EFF_N * EFF_N // 8, case=case, limit_name="L*S/8", advice=advice)
     q64, k64, v64, dout64 = (t.double() for t in (q, k, v, dout))
     out64, lse64 = fwd.flash_attention(q64, k64, v64, **kwargs)
     expected = ref.flash_attention_backward(q64, k64, v64, out64, lse64, dout64, **kwargs)
-    assert_close_parts(outcome.value, expected, case=case, names=PARTS,
-                       baseline=ref.flash_attention_backward(q, k, v, out, lse, dout, **kwargs))
+    assert_close_parts(
+        outcome.value,
+        expected,
+        case=case,
+        names=PARTS,
+        baseline=ref.flash_attention_backward(q, k, v, out, lse, dout, **kwargs),
+    )

@@ -46,8 +46,11 @@ def dense(q, k, v, mask=None, is_causal=False, scale=None, block_q=64, block_k=6
 
 
 def qkv(seed: int, Lq: int = L, Sk: int = S, scale: float = 1.0):
-    return (randn(B, H, Lq, D, seed=seed, scale=scale), randn(B, H, Sk, D, seed=seed + 1, scale=scale),
-            randn(B, H, Sk, DV, seed=seed + 2))
+    return (
+        randn(B, H, Lq, D, seed=seed, scale=scale),
+        randn(B, H, Sk, D, seed=seed + 1, scale=scale),
+        randn(B, H, Sk, DV, seed=seed + 2),
+    )
 
 
 def sizes(Lq: int = L, Sk: int = S, tiles: str = f"{T} x {T} tiles") -> str:
@@ -65,7 +68,12 @@ def test_no_mask(solution, dtype):
 
 @pytest.mark.parametrize(("bq", "bk"), [(4, 16), (16, 4), (5, 7), (1, 27)])
 def test_tile_sizes(solution, bq, bk):
-    check(solution, qkv(4), {"block_q": bq, "block_k": bk}, f"no mask, {sizes(tiles=f'block_q={bq}, block_k={bk}')}")
+    check(
+        solution,
+        qkv(4),
+        {"block_q": bq, "block_k": bk},
+        f"no mask, {sizes(tiles=f'block_q={bq}, block_k={bk}')}",
+    )
 
 
 def test_default_tiles(solution):
@@ -73,15 +81,29 @@ def test_default_tiles(solution):
 
 
 def test_causal_kv_cache(solution):
-    check(solution, qkv(10, Lq=13), {**TILES, "is_causal": True},
-          f"is_causal=True with a KV cache (query i at p = {S - 13} + i), {sizes(Lq=13)}")
+    check(
+        solution,
+        qkv(10, Lq=13),
+        {**TILES, "is_causal": True},
+        f"is_causal=True with a KV cache (query i at p = {S - 13} + i), {sizes(Lq=13)}",
+    )
 
 
 def test_causal_square(solution):
-    check(solution, qkv(13, Lq=21, Sk=21), {**TILES, "is_causal": True}, f"is_causal=True, {sizes(21, 21)}")
+    check(
+        solution,
+        qkv(13, Lq=21, Sk=21),
+        {**TILES, "is_causal": True},
+        f"is_causal=True, {sizes(21, 21)}",
+    )
 
 
-MASK_SHAPES = {"L,S": (L, S), "B,1,1,S": (B, 1, 1, S), "B,1,L,S": (B, 1, L, S), "B,H,L,S": (B, H, L, S)}
+MASK_SHAPES = {
+    "L,S": (L, S),
+    "B,1,1,S": (B, 1, 1, S),
+    "B,1,L,S": (B, 1, L, S),
+    "B,H,L,S": (B, H, L, S),
+}
 
 
 @pytest.mark.parametrize("shape", list(MASK_SHAPES))
@@ -92,8 +114,12 @@ def test_mask(solution, shape):
 
 def test_mask_and_causal(solution):
     mask = random_mask(B, 1, L, S, seed=20, p=0.7)
-    check(solution, qkv(21), {**TILES, "mask": mask, "is_causal": True},
-          f"bool mask (B, 1, L, S) and is_causal=True together, {sizes()}")
+    check(
+        solution,
+        qkv(21),
+        {**TILES, "mask": mask, "is_causal": True},
+        f"bool mask (B, 1, L, S) and is_causal=True together, {sizes()}",
+    )
 
 
 def test_explicit_scale(solution):
@@ -115,17 +141,26 @@ def masked_tiles(seed: int) -> torch.Tensor:
 @pytest.mark.tier("edge")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_fully_masked_tile_and_row(solution, dtype):
-    check(solution, qkv(27), {**TILES, "mask": masked_tiles(28)},
-          "a fully masked 8 x 8 tile, queries whose whole first key tile is masked, and a fully masked row "
-          f"(batch 0, query 4: out must be 0 and lse -inf), {sizes()}", dtype)
+    check(
+        solution,
+        qkv(27),
+        {**TILES, "mask": masked_tiles(28)},
+        "a fully masked 8 x 8 tile, queries whose whole first key tile is masked, and a fully masked row "
+        f"(batch 0, query 4: out must be 0 and lse -inf), {sizes()}",
+        dtype,
+    )
 
 
 @pytest.mark.tier("edge")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_queries_without_keys(solution, dtype):
-    check(solution, qkv(30, Lq=27, Sk=13), {**TILES, "is_causal": True},
-          f"is_causal=True with L > S: queries 0..13 sit at p < 0 and see no key (out 0, lse -inf), {sizes(27, 13)}",
-          dtype)
+    check(
+        solution,
+        qkv(30, Lq=27, Sk=13),
+        {**TILES, "is_causal": True},
+        f"is_causal=True with L > S: queries 0..13 sit at p < 0 and see no key (out 0, lse -inf), {sizes(27, 13)}",
+        dtype,
+    )
 
 
 @pytest.mark.tier("edge")
@@ -133,14 +168,25 @@ def test_queries_without_keys(solution, dtype):
 def test_negative_logits(solution, dtype):
     q, k, v = qkv(33)
     q, k = q.abs() * 75.0, -k.abs() * 75.0  # every score is negative, of order -1e4
-    check(solution, (q, k, v), dict(TILES), f"every scaled score between about -3e4 and -1e2, {sizes()}", dtype)
+    check(
+        solution,
+        (q, k, v),
+        dict(TILES),
+        f"every scaled score between about -3e4 and -1e2, {sizes()}",
+        dtype,
+    )
 
 
 @pytest.mark.tier("edge")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_large_logits(solution, dtype):
-    check(solution, qkv(36, scale=60.0), {**TILES, "is_causal": True},
-          f"large logits (|q.k|/sqrt(d) up to ~1e4), is_causal=True, {sizes()}", dtype)
+    check(
+        solution,
+        qkv(36, scale=60.0),
+        {**TILES, "is_causal": True},
+        f"large logits (|q.k|/sqrt(d) up to ~1e4), is_causal=True, {sizes()}",
+        dtype,
+    )
 
 
 EFF_N, EFF_D, EFF_T = 4096, 32, 128
@@ -151,15 +197,25 @@ def test_tiles_only(solution):
     """Causal attention over 4096 tokens in 128 x 128 tiles: a tile has 16,384 scores."""
     q, k, v = (randn(1, 1, EFF_N, EFF_D, seed=s, dtype=torch.float32) for s in (40, 41, 42))
     kwargs = {"is_causal": True, "block_q": EFF_T, "block_k": EFF_T}
-    case = (f"efficiency: B=H=1, L=S={EFF_N}, d=dv={EFF_D}, float32, is_causal=True, "
-            f"block_q=block_k={EFF_T}")
-    advice = (f"A tile of scores is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build an (L, S) score matrix "
-              "or mask: loop over query tiles and key tiles, build each tile's causal/mask block from "
-              "positions, and keep only the running max, sum and output per query row")
-    outcome = call_within_memory(solution, FN, (q, k, v), kwargs, dense_bytes=EFF_N * EFF_N * 4, case=case,
-                                 advice=advice)
+    case = (
+        f"efficiency: B=H=1, L=S={EFF_N}, d=dv={EFF_D}, float32, is_causal=True, "
+        f"block_q=block_k={EFF_T}"
+    )
+    advice = (
+        f"A tile of scores is {EFF_T} x {EFF_T} = {EFF_T * EFF_T:,}. Never build an (L, S) score matrix "
+        "or mask: loop over query tiles and key tiles, build each tile's causal/mask block from "
+        "positions, and keep only the running max, sum and output per query row"
+    )
+    outcome = call_within_memory(
+        solution, FN, (q, k, v), kwargs, dense_bytes=EFF_N * EFF_N * 4, case=case, advice=advice
+    )
     assert_no_mutation(outcome, case=case)
     assert_largest_below(outcome, EFF_N * EFF_N // 8, case=case, limit_name="L*S/8", advice=advice)
     expected = ref.flash_attention(q.double(), k.double(), v.double(), **kwargs)
-    assert_close_parts(outcome.value, expected, case=case, names=PARTS,
-                       baseline=ref.flash_attention(q, k, v, **kwargs))
+    assert_close_parts(
+        outcome.value,
+        expected,
+        case=case,
+        names=PARTS,
+        baseline=ref.flash_attention(q, k, v, **kwargs),
+    )

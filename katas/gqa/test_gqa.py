@@ -46,8 +46,9 @@ D = H * HD
 SIZES = f"B={B}, L={L}, D={D}, H={H}, Hkv={HKV}, head dim={HD}"
 
 
-def reference(seed: int, d_model: int = D, n_heads: int = H, n_kv_heads: int = HKV,
-              **kwargs) -> ref.GroupedQueryAttention:
+def reference(
+    seed: int, d_model: int = D, n_heads: int = H, n_kv_heads: int = HKV, **kwargs
+) -> ref.GroupedQueryAttention:
     return seeded_(ref.GroupedQueryAttention(d_model, n_heads, n_kv_heads, **kwargs), seed)
 
 
@@ -81,7 +82,9 @@ def compare(module, mapping, r, x, kwargs, *, dtype, case):
         outcome = getattr(exc, "outcome", None)  # set when the output differs (not on a mutation)
         if outcome is not None and 1 < r.n_kv_heads < r.n_heads:
             # The same output (no second call of the candidate) against the `repeat` order.
-            expected, baseline = reference_outputs(repeat_order_reference(r), (x,), kwargs, dtype=dtype)
+            expected, baseline = reference_outputs(
+                repeat_order_reference(r), (x,), kwargs, dtype=dtype
+            )
             try:
                 assert_close(outcome.value, expected, case=case, baseline=baseline)
             except AssertionError:
@@ -92,13 +95,21 @@ def compare(module, mapping, r, x, kwargs, *, dtype, case):
                 f"{head_map(h, hkv, 'repeat')} (the order of .repeat/.tile), but query head h must "
                 f"read KV head h // (H/Hkv) = {head_map(h, hkv, 'interleave')}, the order of "
                 "repeat_interleave (HF's repeat_kv, flash-attn): your output matches the repeat "
-                "order exactly") from None
+                "order exactly"
+            ) from None
         raise
 
 
 SPEC = SelfAttentionKata(
-    cls=CLS, reference=reference, init=(D, H, HKV), batch=B, length=L, heads=H, sizes=SIZES,
-    other_sizes=(3, 5, (8 * 6, 8, 4), "B=3, L=5, D=48, H=8, Hkv=4, head dim=6"), compare=compare,
+    cls=CLS,
+    reference=reference,
+    init=(D, H, HKV),
+    batch=B,
+    length=L,
+    heads=H,
+    sizes=SIZES,
+    other_sizes=(3, 5, (8 * 6, 8, 4), "B=3, L=5, D=48, H=8, Hkv=4, head dim=6"),
+    compare=compare,
 )
 
 
@@ -113,9 +124,13 @@ def run(solution, x, kwargs=None, *, seed, case, dtype=torch.float64):
 
 def test_kv_head_mapping(solution):
     x = randn(B, L, D, seed=38)
-    run(solution, x, seed=39,
+    run(
+        solution,
+        x,
+        seed=39,
         case=f"query head h reads KV head h // {H // HKV}: heads 0..{H - 1} -> "
-             f"{head_map(H, HKV, 'interleave')}, {SIZES}")
+        f"{head_map(H, HKV, 'interleave')}, {SIZES}",
+    )
 
 
 def test_equals_mha_when_kv_heads_equal_heads(solution):
@@ -124,20 +139,38 @@ def test_equals_mha_when_kv_heads_equal_heads(solution):
     x = randn(B, L, D, seed=40)
     mask = random_mask(B, 1, L, L, seed=41)
     r = seeded_(ref_mha.MultiHeadAttention(D, H), 42)
-    case = f"{CLS}({D}, {H}, n_kv_heads={H}) with MultiHeadAttention's weights must equal it, {SIZES}"
+    case = (
+        f"{CLS}({D}, {H}, n_kv_heads={H}) with MultiHeadAttention's weights must equal it, {SIZES}"
+    )
     module, mapping = build_module(solution, CLS, r, (D, H, H), dtype=torch.float64, case=case)
-    check_module_call(module, mapping, r, (x,), {"attn_mask": mask, "is_causal": True},
-                      dtype=torch.float64, case=case)
+    check_module_call(
+        module,
+        mapping,
+        r,
+        (x,),
+        {"attn_mask": mask, "is_causal": True},
+        dtype=torch.float64,
+        case=case,
+    )
 
 
 def test_equals_mqa_with_one_kv_head(solution):
     x = randn(B, L, D, seed=43)
     mask = random_mask(B, 1, 1, L, seed=44)
     r = seeded_(ref_mqa.MultiQueryAttention(D, H), 45)
-    case = f"{CLS}({D}, {H}, n_kv_heads=1) with MultiQueryAttention's weights must equal it, {SIZES}"
+    case = (
+        f"{CLS}({D}, {H}, n_kv_heads=1) with MultiQueryAttention's weights must equal it, {SIZES}"
+    )
     module, mapping = build_module(solution, CLS, r, (D, H, 1), dtype=torch.float64, case=case)
-    check_module_call(module, mapping, r, (x,), {"attn_mask": mask, "is_causal": True},
-                      dtype=torch.float64, case=case)
+    check_module_call(
+        module,
+        mapping,
+        r,
+        (x,),
+        {"attn_mask": mask, "is_causal": True},
+        dtype=torch.float64,
+        case=case,
+    )
 
 
 BAD_SHAPES = {

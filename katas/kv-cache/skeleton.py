@@ -19,13 +19,20 @@ class CachedAttention(nn.Module):
     o_proj: Linear(H*d, D); d = D // H.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, rope_theta: float = 10000.0,
-                 bias: bool = False) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int,
+        rope_theta: float = 10000.0,
+        bias: bool = False,
+    ) -> None:
         super().__init__()
         raise NotImplementedError("write this part")
 
-    def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(
+        self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Attend the new tokens x to the cached ones and to themselves.
 
         Args:

@@ -28,7 +28,9 @@ D = H * HD
 DTYPES = [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")]
 
 
-def make_reference(seed: int, init: tuple[int, int, int] = (D, H, HKV), **kwargs) -> torch.nn.Module:
+def make_reference(
+    seed: int, init: tuple[int, int, int] = (D, H, HKV), **kwargs
+) -> torch.nn.Module:
     with torch.random.fork_rng(devices=[]):
         return seeded_(ref.CachedAttention(*init, **kwargs), seed)
 
@@ -46,13 +48,21 @@ def random_cache(batch: int, hkv: int, length: int, seed: int) -> tuple[torch.Te
 class Graded:
     """The candidate's module with the reference's weights, called step by step."""
 
-    def __init__(self, solution, seed: int, *, dtype: torch.dtype = torch.float64,
-                 init: tuple[int, int, int] = (D, H, HKV), **kwargs) -> None:
+    def __init__(
+        self,
+        solution,
+        seed: int,
+        *,
+        dtype: torch.dtype = torch.float64,
+        init: tuple[int, int, int] = (D, H, HKV),
+        **kwargs,
+    ) -> None:
         self.dtype, self.init = dtype, init
         self.reference = make_reference(seed, init, **kwargs)
         self.name = describe_config(init, kwargs)
-        self.module, self.mapping = build_module(solution, CLS, self.reference, init, kwargs, dtype=dtype,
-                                                 case=self.name)
+        self.module, self.mapping = build_module(
+            solution, CLS, self.reference, init, kwargs, dtype=dtype, case=self.name
+        )
 
     def expected(self, x: torch.Tensor, cache, dtype: torch.dtype):
         m = copy.deepcopy(self.reference).to(dtype)
@@ -64,23 +74,35 @@ class Graded:
         the same inputs and return its (out, (k, v))."""
         x, cache = cast(x, self.dtype), cast(cache, self.dtype)
         past = 0 if cache is None else cache[0].shape[2]
-        case = (f"{self.name}, {what}: x {tuple(x.shape)} {str(self.dtype).removeprefix('torch.')}, "
-                f"cache {'None' if cache is None else tuple(cache[0].shape)} (P={past})")
+        case = (
+            f"{self.name}, {what}: x {tuple(x.shape)} {str(self.dtype).removeprefix('torch.')}, "
+            f"cache {'None' if cache is None else tuple(cache[0].shape)} (P={past})"
+        )
         outcome = self.module.call((x,) if cache is None else (x, cache))
         case += self.mapping.note()
         assert_no_mutation(outcome, case=case)
         value = outcome.value
-        if not (isinstance(value, tuple | list) and len(value) == 2 and isinstance(value[1], tuple | list)
-                and len(value[1]) == 2):
-            raise AssertionError(f"{case}: forward must return (out, (k_cache, v_cache)); yours returned "
-                                 f"{describe(value)}")
+        if not (
+            isinstance(value, tuple | list)
+            and len(value) == 2
+            and isinstance(value[1], tuple | list)
+            and len(value[1]) == 2
+        ):
+            raise AssertionError(
+                f"{case}: forward must return (out, (k_cache, v_cache)); yours returned "
+                f"{describe(value)}"
+            )
         out, (k, v) = value[0], value[1]
         expected = self.expected(x, cache, torch.float64)
         baseline = self.expected(x, cache, self.dtype) if self.dtype != torch.float64 else None
         check_cache_shape((k, v), expected[1], case=case, heads=self.init[1])
-        assert_close(out, expected[0], case=case, baseline=None if baseline is None else baseline[0])
-        for name, got, want, base in (("k_cache'", k, expected[1][0], baseline and baseline[1][0]),
-                                      ("v_cache'", v, expected[1][1], baseline and baseline[1][1])):
+        assert_close(
+            out, expected[0], case=case, baseline=None if baseline is None else baseline[0]
+        )
+        for name, got, want, base in (
+            ("k_cache'", k, expected[1][0], baseline and baseline[1][0]),
+            ("v_cache'", v, expected[1][1], baseline and baseline[1][1]),
+        ):
             assert_close(got, want, case=case, what=name, baseline=base)
         return out, (k, v)
 
@@ -88,14 +110,20 @@ class Graded:
 def check_cache_shape(got, want, *, case: str, heads: int) -> None:
     for name, g, w in (("k_cache'", got[0], want[0]), ("v_cache'", got[1], want[1])):
         if not isinstance(g, torch.Tensor):
-            raise AssertionError(f"{case}: {name} should be a tensor of shape {tuple(w.shape)}, got {describe(g)}")
+            raise AssertionError(
+                f"{case}: {name} should be a tensor of shape {tuple(w.shape)}, got {describe(g)}"
+            )
         if tuple(g.shape) != tuple(w.shape):
             note = ""
             if g.dim() == 4 and g.shape[1] == heads and heads != w.shape[1]:
-                note = (f": it has one head per query head (H = {heads}); the cache keeps the "
-                        f"Hkv = {w.shape[1]} KV heads, not repeated")
-            raise AssertionError(f"{case}: {name} should be (B, Hkv, P + L, d) = {tuple(w.shape)}, "
-                                 f"got {tuple(g.shape)}{note}")
+                note = (
+                    f": it has one head per query head (H = {heads}); the cache keeps the "
+                    f"Hkv = {w.shape[1]} KV heads, not repeated"
+                )
+            raise AssertionError(
+                f"{case}: {name} should be (B, Hkv, P + L, d) = {tuple(w.shape)}, "
+                f"got {tuple(g.shape)}{note}"
+            )
 
 
 def x_input(seed: int, length: int = L, batch: int = B, d_model: int = D) -> torch.Tensor:
@@ -114,11 +142,19 @@ def test_structure(solution):
         got = have.get(name)
         if got is None or got["type"] != "Linear":
             found = ", ".join(f"{i['name']}: {i['type']}" for i in m.modules) or "no submodules"
-            raise AssertionError(f"{describe_config(args, kwargs)}: expected a submodule {name} = {want}; "
-                                 f"yours has {found}")
-        if (got["in_features"], got["out_features"], got["bias"]) != (sub.in_features, sub.out_features, True):
-            raise AssertionError(f"{describe_config(args, kwargs)}: {name} should be {want}, yours is "
-                                 f"Linear({got['in_features']}, {got['out_features']}, bias={got['bias']})")
+            raise AssertionError(
+                f"{describe_config(args, kwargs)}: expected a submodule {name} = {want}; "
+                f"yours has {found}"
+            )
+        if (got["in_features"], got["out_features"], got["bias"]) != (
+            sub.in_features,
+            sub.out_features,
+            True,
+        ):
+            raise AssertionError(
+                f"{describe_config(args, kwargs)}: {name} should be {want}, yours is "
+                f"Linear({got['in_features']}, {got['out_features']}, bias={got['bias']})"
+            )
     load_reference_weights(m, expected, case=describe_config(args, kwargs))
 
 
@@ -129,19 +165,28 @@ def test_prefill(solution, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_chunk_with_cache(solution, dtype):
-    Graded(solution, 3, dtype=dtype).step(x_input(4), random_cache(B, HKV, P, seed=5),
-                                          what=f"a chunk of L={L} new tokens after P={P} cached ones "
-                                               f"(new token i is at position P + i)")
+    Graded(solution, 3, dtype=dtype).step(
+        x_input(4),
+        random_cache(B, HKV, P, seed=5),
+        what=f"a chunk of L={L} new tokens after P={P} cached ones "
+        f"(new token i is at position P + i)",
+    )
 
 
 def test_one_token_with_cache(solution):
-    Graded(solution, 6).step(x_input(7, length=1), random_cache(B, HKV, P + 2, seed=8),
-                             what="one new token after P=7 cached ones (it is at position 7 and sees every key)")
+    Graded(solution, 6).step(
+        x_input(7, length=1),
+        random_cache(B, HKV, P + 2, seed=8),
+        what="one new token after P=7 cached ones (it is at position 7 and sees every key)",
+    )
 
 
 def test_bias_and_theta(solution):
     Graded(solution, 9, bias=True, rope_theta=100.0).step(
-        x_input(10), random_cache(B, HKV, P, seed=11), what="bias=True, rope_theta=100, a chunk after a cache")
+        x_input(10),
+        random_cache(B, HKV, P, seed=11),
+        what="bias=True, rope_theta=100, a chunk after a cache",
+    )
 
 
 def _chain(g: Graded, x: torch.Tensor, cuts: list[int], what: str) -> None:
@@ -156,25 +201,39 @@ def _chain(g: Graded, x: torch.Tensor, cuts: list[int], what: str) -> None:
         # Each step is checked against the reference given the same (the candidate's) cache...
         out, cache = g.step(piece, cache, what=label)
         # ... and against the full forward: together, every step is right from the start.
-        assert_close(out, full_out[:, start:end], case=f"{g.name}, {label}",
-                     what=f"output of tokens {start}..{end - 1} against one causal forward over all "
-                          f"{x.shape[1]} tokens")
+        assert_close(
+            out,
+            full_out[:, start:end],
+            case=f"{g.name}, {label}",
+            what=f"output of tokens {start}..{end - 1} against one causal forward over all "
+            f"{x.shape[1]} tokens",
+        )
         start = end
-    assert_close(cache[0], full_k, case=f"{g.name}, {what}",
-                 what="final k_cache' against the keys of one forward over the whole sequence")
+    assert_close(
+        cache[0],
+        full_k,
+        case=f"{g.name}, {what}",
+        what="final k_cache' against the keys of one forward over the whole sequence",
+    )
     assert_close(cache[1], full_v, case=f"{g.name}, {what}", what="final v_cache'")
 
 
 def test_chunked_prefill_equals_full_forward(solution):
     g = Graded(solution, 12)
-    _chain(g, x_input(13, length=P + L + 2), [P, P + L, P + L + 1, P + L + 2],
-           what=f"prefill {P} tokens, a chunk of {L}, then 2 single tokens")
+    _chain(
+        g,
+        x_input(13, length=P + L + 2),
+        [P, P + L, P + L + 1, P + L + 2],
+        what=f"prefill {P} tokens, a chunk of {L}, then 2 single tokens",
+    )
 
 
 def test_token_by_token_equals_full_forward(solution):
     g = Graded(solution, 14)
     n = 6
-    _chain(g, x_input(15, length=n), list(range(1, n + 1)), what=f"{n} tokens decoded one at a time")
+    _chain(
+        g, x_input(15, length=n), list(range(1, n + 1)), what=f"{n} tokens decoded one at a time"
+    )
 
 
 @pytest.mark.tier("edge")
@@ -193,8 +252,11 @@ def test_other_sizes(solution):
     # MQA (one KV head) and another batch, head dim and lengths.
     init = (32, 4, 1)
     g = Graded(solution, 18, init=init)
-    g.step(randn(2, 3, 32, seed=19), (randn(2, 1, 6, 8, seed=20), randn(2, 1, 6, 8, seed=21)),
-           what="Hkv=1 (MQA), B=2, L=3 after P=6")
+    g.step(
+        randn(2, 3, 32, seed=19),
+        (randn(2, 1, 6, 8, seed=20), randn(2, 1, 6, 8, seed=21)),
+        what="Hkv=1 (MQA), B=2, L=3 after P=6",
+    )
 
 
 @pytest.mark.tier("edge")

@@ -11,8 +11,9 @@ import torch
 import torch.nn.functional as F
 
 
-def longformer_mask(L: int, window: int, global_idx: torch.Tensor,
-                    device: torch.device | str | None = None) -> torch.Tensor:
+def longformer_mask(
+    L: int, window: int, global_idx: torch.Tensor, device: torch.device | str | None = None
+) -> torch.Tensor:
     """The (L, L) "may attend" mask: query i may attend key j iff |i - j| <= window, or i is
     a global position, or j is a global position.
 
@@ -28,9 +29,15 @@ def longformer_mask(L: int, window: int, global_idx: torch.Tensor,
     raise NotImplementedError("write this part")
 
 
-def longformer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int,
-                         global_idx: torch.Tensor, key_padding: torch.Tensor | None = None,
-                         scale: float | None = None) -> torch.Tensor:
+def longformer_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    window: int,
+    global_idx: torch.Tensor,
+    key_padding: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
     """Dense attention under `longformer_mask` (and key padding), computed as a band.
 
     Args:

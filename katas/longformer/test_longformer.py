@@ -23,7 +23,9 @@ B, H, D, DV = 2, 3, 8, 6
 
 def oracle_mask(L: int, window: int, global_idx: torch.Tensor) -> torch.Tensor:
     g = set(global_idx.tolist())
-    return torch.tensor([[abs(i - j) <= window or i in g or j in g for j in range(L)] for i in range(L)])
+    return torch.tensor(
+        [[abs(i - j) <= window or i in g or j in g for j in range(L)] for i in range(L)]
+    )
 
 
 def dense(q, k, v, window, global_idx, key_padding=None, scale=None):
@@ -47,13 +49,18 @@ def case_args(name: str):
 
 
 def describe(L: int, window: int, gidx: torch.Tensor, extra: str = "") -> str:
-    return (f"L={L}, window={window} (query i sees keys i - {window} .. i + {window}), "
-            f"global_idx={gidx.tolist()}" + (f", {extra}" if extra else ""))
+    return (
+        f"L={L}, window={window} (query i sees keys i - {window} .. i + {window}), "
+        f"global_idx={gidx.tolist()}" + (f", {extra}" if extra else "")
+    )
 
 
 def qkv(seed: int, L: int, scale: float = 1.0):
-    return (randn(B, H, L, D, seed=seed, scale=scale), randn(B, H, L, D, seed=seed + 1, scale=scale),
-            randn(B, H, L, DV, seed=seed + 2))
+    return (
+        randn(B, H, L, D, seed=seed, scale=scale),
+        randn(B, H, L, D, seed=seed + 1, scale=scale),
+        randn(B, H, L, DV, seed=seed + 2),
+    )
 
 
 def padding(L: int, lengths: list[int]) -> torch.Tensor:
@@ -72,56 +79,114 @@ def test_mask(solution, name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_attention(solution, name):
     L, window, gidx = case_args(name)
-    check_call(solution, ATTN, dense, (*qkv(1, L), window, gidx),
-               case=f"{ATTN}: B={B}, H={H}, d={D}, dv={DV}, " + describe(L, window, gidx))
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(1, L), window, gidx),
+        case=f"{ATTN}: B={B}, H={H}, d={D}, dv={DV}, " + describe(L, window, gidx),
+    )
 
 
 def test_attention_key_padding(solution):
     L, window, gidx = case_args("L14-w2-ends-and-middle")
     pad = padding(L, [14, 10])  # batch 1: the last 4 keys, global 13 among them, are padding
-    check_call(solution, ATTN, dense, (*qkv(4, L), window, gidx, pad),
-               case=f"{ATTN}: " + describe(L, window, gidx, "key_padding lengths [14, 10]: the padded keys of "
-                                           "batch 1 include global position 13 and are never attended"))
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(4, L), window, gidx, pad),
+        case=f"{ATTN}: "
+        + describe(
+            L,
+            window,
+            gidx,
+            "key_padding lengths [14, 10]: the padded keys of "
+            "batch 1 include global position 13 and are never attended",
+        ),
+    )
 
 
 def test_attention_explicit_scale(solution):
     L, window, gidx = case_args("L12-w3-middle")
-    check_call(solution, ATTN, dense, (*qkv(7, L), window, gidx), {"scale": 0.3},
-               case=f"{ATTN}: scale=0.3, " + describe(L, window, gidx))
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(7, L), window, gidx),
+        {"scale": 0.3},
+        case=f"{ATTN}: scale=0.3, " + describe(L, window, gidx),
+    )
 
 
 @pytest.mark.tier("edge")
 def test_mask_device(solution):
     case = f"{MASK}(9, 1, tensor([0, 8]), device='meta')"
     got = solution.call(MASK, (9, 1, torch.tensor([0, 8])), {"device": "meta"}).value
-    if not isinstance(got, torch.Tensor) or got.device.type != "meta" or got.shape != (9, 9) or got.dtype != torch.bool:
-        raise AssertionError(f"{case}: expected a (9, 9) bool tensor on device meta, got {got!r:.80}")
+    if (
+        not isinstance(got, torch.Tensor)
+        or got.device.type != "meta"
+        or got.shape != (9, 9)
+        or got.dtype != torch.bool
+    ):
+        raise AssertionError(
+            f"{case}: expected a (9, 9) bool tensor on device meta, got {got!r:.80}"
+        )
 
 
 @pytest.mark.tier("edge")
-@pytest.mark.parametrize("dtype", [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")])
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")]
+)
 def test_query_without_keys(solution, dtype):
     # Batch 1 keeps only keys 0 and 1; both global positions are padding there, so queries
     # 4..12 (window 2, not global) have no real key, while global queries 3 and 13 see 0 and 1.
     L, window, gidx = 14, 2, torch.tensor([13, 3])
     pad = padding(L, [14, 2])
-    check_call(solution, ATTN, dense, (*qkv(10, L), window, gidx, pad), dtype=dtype,
-               case=f"{ATTN}: " + describe(L, window, gidx, "key_padding lengths [14, 2]: in batch 1 both global "
-                                           "keys are padding and queries 4..12 have no real key: queries with no real key give zeros"))
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(10, L), window, gidx, pad),
+        dtype=dtype,
+        case=f"{ATTN}: "
+        + describe(
+            L,
+            window,
+            gidx,
+            "key_padding lengths [14, 2]: in batch 1 both global "
+            "keys are padding and queries 4..12 have no real key: queries with no real key give zeros",
+        ),
+    )
 
 
 @pytest.mark.tier("edge")
 def test_window_wider_than_sequence(solution):
     L, window, gidx = 8, 20, torch.tensor([2])
-    check_call(solution, ATTN, dense, (*qkv(13, L), window, gidx), case=f"{ATTN}: " + describe(L, window, gidx))
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(13, L), window, gidx),
+        case=f"{ATTN}: " + describe(L, window, gidx),
+    )
 
 
 @pytest.mark.tier("edge")
-@pytest.mark.parametrize("dtype", [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")])
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")]
+)
 def test_large_logits(solution, dtype):
     L, window, gidx = case_args("L14-w2-ends-and-middle")
-    check_call(solution, ATTN, dense, (*qkv(16, L, scale=60.0), window, gidx, padding(L, [14, 11])), dtype=dtype,
-               case=f"{ATTN}: large logits (~1e4), " + describe(L, window, gidx, "key_padding lengths [14, 11]"))
+    check_call(
+        solution,
+        ATTN,
+        dense,
+        (*qkv(16, L, scale=60.0), window, gidx, padding(L, [14, 11])),
+        dtype=dtype,
+        case=f"{ATTN}: large logits (~1e4), "
+        + describe(L, window, gidx, "key_padding lengths [14, 11]"),
+    )
 
 
 EFF = {"L": 8192, "window": 64, "global": [0, 1000, 4097, 8191], "d": 32}
@@ -135,13 +200,19 @@ def test_attention_memory(solution):
     pad = torch.ones(1, L, dtype=torch.bool)
     pad[0, -100:] = False  # the last global token is padding
     args = (q, k, v, w, gidx, pad)
-    case = (f"efficiency: B=H=1, L={L}, window={w}, global_idx={EFF['global']}, d=dv={dd}, float32, "
-            "the last 100 keys padded")
-    advice = (f"A non-global query needs only its 2*window + 1 = {2 * w + 1} window keys plus the {len(gidx)} global "
-              "keys: do not build an (L, L) score matrix or mask. Score the band (pad + unfold, or chunks of queries "
-              "with the keys they reach), score the global keys as extra columns, and compute the few global rows "
-              "densely.")
-    outcome = call_within_memory(solution, ATTN, args, dense_bytes=L * L * 4, case=case, advice=advice)
+    case = (
+        f"efficiency: B=H=1, L={L}, window={w}, global_idx={EFF['global']}, d=dv={dd}, float32, "
+        "the last 100 keys padded"
+    )
+    advice = (
+        f"A non-global query needs only its 2*window + 1 = {2 * w + 1} window keys plus the {len(gidx)} global "
+        "keys: do not build an (L, L) score matrix or mask. Score the band (pad + unfold, or chunks of queries "
+        "with the keys they reach), score the global keys as extra columns, and compute the few global rows "
+        "densely."
+    )
+    outcome = call_within_memory(
+        solution, ATTN, args, dense_bytes=L * L * 4, case=case, advice=advice
+    )
     assert_no_mutation(outcome, case=case)
     assert_largest_below(outcome, L * L // 8, case=case, advice=advice)
     expected = ref.longformer_attention(q.double(), k.double(), v.double(), w, gidx, pad)

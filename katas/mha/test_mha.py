@@ -40,7 +40,12 @@ def reference(seed: int, d_model: int = D, n_heads: int = H, **kwargs) -> ref.Mu
 
 
 SPEC = SelfAttentionKata(
-    cls=CLS, reference=reference, init=(D, H), batch=B, length=L, heads=H,
+    cls=CLS,
+    reference=reference,
+    init=(D, H),
+    batch=B,
+    length=L,
+    heads=H,
     sizes=f"B={B}, L={L}, D={D}, H={H}, head dim={HD}",
     other_sizes=(3, 9, (4 * 5, 4), "B=3, L=9, D=20, H=4, head dim=5"),
 )

@@ -40,7 +40,9 @@ class LatentDecoder(nn.Module):
         super().__init__()
         raise NotImplementedError("write this part")
 
-    def forward(self, x: torch.Tensor, cache: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, cache: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attend the new tokens x, causally, to the cached tokens and to themselves.
 
         Args:

@@ -42,8 +42,10 @@ def config(q_lora_rank: int | None = None, rope_theta: float | None = None) -> t
 
 def describe_config(args: tuple, kwargs: dict) -> str:
     extra = "".join(f", {k}={v}" for k, v in kwargs.items() if v is not None)
-    return (f"{CLS}(d_model={args[0]}, n_heads={args[1]}, kv_lora_rank={args[2]}, qk_nope_head_dim={args[3]}, "
-            f"qk_rope_head_dim={args[4]}, v_head_dim={args[5]}{extra})")
+    return (
+        f"{CLS}(d_model={args[0]}, n_heads={args[1]}, kv_lora_rank={args[2]}, qk_nope_head_dim={args[3]}, "
+        f"qk_rope_head_dim={args[4]}, v_head_dim={args[5]}{extra})"
+    )
 
 
 def make_oracle(seed: int, args: tuple, kwargs: dict) -> torch.nn.Module:
@@ -65,31 +67,49 @@ def latent_cache(m: torch.nn.Module, x: torch.Tensor, start: int = 0) -> torch.T
     from the mla kata's layers."""
     c_kv, k_rope = m.kv_a_proj(x).split([m.kv_lora_rank, m.rope_dim], dim=-1)
     cos, sin = oracle.rope_cos_sin(start + x.shape[1], m.rope_dim, m.rope_theta, x.dtype, x.device)
-    return torch.cat([m.kv_a_norm(c_kv), oracle.apply_rope(k_rope, cos[start:], sin[start:])], dim=-1)
+    return torch.cat(
+        [m.kv_a_norm(c_kv), oracle.apply_rope(k_rope, cos[start:], sin[start:])], dim=-1
+    )
 
 
-def truth(m: torch.nn.Module, prefix: torch.Tensor | None, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def truth(
+    m: torch.nn.Module, prefix: torch.Tensor | None, x: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(out, new_cache) the contract asks for, from one causal forward over prefix + x."""
     whole = x if prefix is None else torch.cat([prefix, x], dim=1)
     with torch.no_grad():
-        out = m(whole, is_causal=True)[:, whole.shape[1] - x.shape[1]:]
+        out = m(whole, is_causal=True)[:, whole.shape[1] - x.shape[1] :]
         return out, latent_cache(m, whole)
 
 
 class Graded:
     """The candidate's module with the oracle's weights (the mla kata's names and shapes)."""
 
-    def __init__(self, solution, seed: int, *, dtype: torch.dtype = torch.float64, q_lora_rank: int | None = None,
-                 rope_theta: float | None = None) -> None:
+    def __init__(
+        self,
+        solution,
+        seed: int,
+        *,
+        dtype: torch.dtype = torch.float64,
+        q_lora_rank: int | None = None,
+        rope_theta: float | None = None,
+    ) -> None:
         self.args, self.kwargs = config(q_lora_rank, rope_theta)
         self.dtype = dtype
         self.oracle = make_oracle(seed, self.args, self.kwargs)
         self.name = describe_config(self.args, self.kwargs)
-        self.module, self.mapping = build_module(solution, CLS, self.oracle, self.args, self.kwargs, dtype=dtype,
-                                                 case=self.name)
+        self.module, self.mapping = build_module(
+            solution, CLS, self.oracle, self.args, self.kwargs, dtype=dtype, case=self.name
+        )
 
-    def step(self, x: torch.Tensor, prefix: torch.Tensor | None, cache: torch.Tensor | None = None, *,
-             what: str) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(
+        self,
+        x: torch.Tensor,
+        prefix: torch.Tensor | None,
+        cache: torch.Tensor | None = None,
+        *,
+        what: str,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Call the candidate on x after `prefix` (cache: the oracle's cache of the prefix
         unless given, e.g. the candidate's own) and compare with one forward over both."""
         if prefix is not None and cache is None:
@@ -97,21 +117,34 @@ class Graded:
                 cache = latent_cache(self.oracle, prefix)
         x_in, cache_in = cast(x, self.dtype), cast(cache, self.dtype)
         past = 0 if cache is None else cache.shape[1]
-        case = (f"{self.name}, {what}: x {tuple(x.shape)} {str(self.dtype).removeprefix('torch.')}, "
-                f"cache {'None' if cache is None else tuple(cache.shape)} (P={past})") + self.mapping.note()
+        case = (
+            f"{self.name}, {what}: x {tuple(x.shape)} {str(self.dtype).removeprefix('torch.')}, "
+            f"cache {'None' if cache is None else tuple(cache.shape)} (P={past})"
+        ) + self.mapping.note()
         outcome = self.module.call((x_in,) if cache is None else (x_in, cache_in))
         assert_no_mutation(outcome, case=case)
         value = outcome.value
         if not (isinstance(value, tuple | list) and len(value) == 2):
-            raise AssertionError(f"{case}: forward must return (out, new_cache); yours returned {describe(value)}")
+            raise AssertionError(
+                f"{case}: forward must return (out, new_cache); yours returned {describe(value)}"
+            )
         expected = truth(self.oracle, prefix, x)
         baseline: tuple | None = None
         if self.dtype != torch.float64:
             # The float32 budget: the mla kata's forward run in float32 on the same inputs.
-            baseline = truth(copy.deepcopy(self.oracle).to(self.dtype), cast(prefix, self.dtype), x_in)
-        assert_close(value[1], expected[1], case=case, what="new_cache (B, P + L, kv_lora_rank + rope)",
-                     baseline=None if baseline is None else baseline[1])
-        assert_close(value[0], expected[0], case=case, baseline=None if baseline is None else baseline[0])
+            baseline = truth(
+                copy.deepcopy(self.oracle).to(self.dtype), cast(prefix, self.dtype), x_in
+            )
+        assert_close(
+            value[1],
+            expected[1],
+            case=case,
+            what="new_cache (B, P + L, kv_lora_rank + rope)",
+            baseline=None if baseline is None else baseline[1],
+        )
+        assert_close(
+            value[0], expected[0], case=case, baseline=None if baseline is None else baseline[0]
+        )
         return value[0], value[1]
 
 
@@ -133,11 +166,19 @@ def test_structure(solution):
             got = have.get(name)
             if got is None or got["type"] != "Linear":
                 found = ", ".join(f"{i['name']}: {i['type']}" for i in m.modules) or "no submodules"
-                raise AssertionError(f"{describe_config(args, kwargs)}: expected a submodule {name} = {want}; "
-                                     f"yours has {found}")
-            if (got["in_features"], got["out_features"], got["bias"]) != (sub.in_features, sub.out_features, False):
-                raise AssertionError(f"{describe_config(args, kwargs)}: {name} should be {want}, yours is "
-                                     f"Linear({got['in_features']}, {got['out_features']}, bias={got['bias']})")
+                raise AssertionError(
+                    f"{describe_config(args, kwargs)}: expected a submodule {name} = {want}; "
+                    f"yours has {found}"
+                )
+            if (got["in_features"], got["out_features"], got["bias"]) != (
+                sub.in_features,
+                sub.out_features,
+                False,
+            ):
+                raise AssertionError(
+                    f"{describe_config(args, kwargs)}: {name} should be {want}, yours is "
+                    f"Linear({got['in_features']}, {got['out_features']}, bias={got['bias']})"
+                )
         load_reference_weights(m, expected, case=describe_config(args, kwargs))
 
 
@@ -145,19 +186,28 @@ def test_structure(solution):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_prefill(solution, dtype, q_lora):
     g = Graded(solution, 1, dtype=dtype, q_lora_rank=q_lora)
-    g.step(x_input(2, length=7), None, what="prefill without a cache (= the mla kata's causal forward)")
+    g.step(
+        x_input(2, length=7), None, what="prefill without a cache (= the mla kata's causal forward)"
+    )
 
 
 @pytest.mark.parametrize("q_lora", Q_LORA)
 def test_chunk_with_cache(solution, q_lora):
     g = Graded(solution, 3, q_lora_rank=q_lora)
-    g.step(x_input(5), x_input(4, length=P),
-           what=f"a chunk of L={L} new tokens after P={P} cached ones (new token i is at position P + i)")
+    g.step(
+        x_input(5),
+        x_input(4, length=P),
+        what=f"a chunk of L={L} new tokens after P={P} cached ones (new token i is at position P + i)",
+    )
 
 
 def test_one_token_with_cache(solution):
     g = Graded(solution, 6)
-    g.step(x_input(8, length=1), x_input(7, length=P + 1), what="one new token after P=6 cached ones (it sees every key)")
+    g.step(
+        x_input(8, length=1),
+        x_input(7, length=P + 1),
+        what="one new token after P=6 cached ones (it sees every key)",
+    )
 
 
 def test_rope_theta(solution):
@@ -172,15 +222,23 @@ def test_chain_equals_full_forward(solution):
     for end in (P, P + L, P + L + 1, P + L + 2):
         prefix = None if start == 0 else x[:, :start]
         # Each step gets the candidate's own cache; the truth is one forward over x[:, :end].
-        _, cache = g.step(x[:, start:end], prefix, cache,
-                          what=f"prefill {P}, a chunk of {L}, then single tokens; step tokens {start}..{end - 1}")
+        _, cache = g.step(
+            x[:, start:end],
+            prefix,
+            cache,
+            what=f"prefill {P}, a chunk of {L}, then single tokens; step tokens {start}..{end - 1}",
+        )
         start = end
 
 
 @pytest.mark.tier("edge")
 def test_float32_decode(solution):
     g = Graded(solution, 14, dtype=torch.float32)
-    g.step(x_input(16, length=1), x_input(15, length=P), what=f"float32, one token after P={P} cached ones")
+    g.step(
+        x_input(16, length=1),
+        x_input(15, length=P),
+        what=f"float32, one token after P={P} cached ones",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -190,7 +248,10 @@ def test_gradients(solution):
     with torch.no_grad():
         cache = latent_cache(g.oracle, prefix)
     grad_out = randn(B, L, D, seed=20)
-    case = f"{g.name}: gradient of the output w.r.t. x, a chunk of L={L} after P={P}" + g.mapping.note()
+    case = (
+        f"{g.name}: gradient of the output w.r.t. x, a chunk of L={L} after P={P}"
+        + g.mapping.note()
+    )
     outcome = g.module.call((x, cache), grad_wrt=(0,), grad_output=grad_out)
     leaf = x.detach().clone().requires_grad_(True)
     whole = torch.cat([prefix, leaf], dim=1)
@@ -206,7 +267,9 @@ def _rotate_float32_angles(x: torch.Tensor, positions: torch.Tensor, theta: floa
     angles = positions.float()[:, None] * inv_freq
     angles = torch.cat([angles, angles], dim=-1)
     half = dim // 2
-    return x * angles.cos().to(x.dtype) + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * angles.sin().to(x.dtype)
+    return x * angles.cos().to(x.dtype) + torch.cat(
+        [-x[..., half:], x[..., :half]], dim=-1
+    ) * angles.sin().to(x.dtype)
 
 
 EFF = {"B": 1, "P": 4096, "L": 1, "H": 16, "r": 64, "nope": 32, "rope": 16, "v": 32, "D": 256}
@@ -227,12 +290,21 @@ def test_absorbed_decode(solution):
     args, m, x, cache = efficient_inputs()
     name = describe_config(args, {})
     module, mapping = build_module(solution, CLS, m, args, {}, dtype=torch.float32, case=name)
-    case = f"efficiency: {name}, B=1, L=1 after P={EFF['P']} cached tokens, float32" + mapping.note()
+    case = (
+        f"efficiency: {name}, B=1, L=1 after P={EFF['P']} cached tokens, float32" + mapping.note()
+    )
     outcome = module.call((x, cache))
     assert_no_mutation(outcome, case=case)
-    assert_largest_below(outcome, EFF["H"] * EFF["P"] * EFF["nope"] // 4, case=case, limit_name="H*P*nope/4", advice=(
-        "Do not rebuild every cached token's per-head keys or values (kv_b_proj on the cache): absorb "
-        "W_UK into the query and W_UV after the weighted sum of the latents"))
+    assert_largest_below(
+        outcome,
+        EFF["H"] * EFF["P"] * EFF["nope"] // 4,
+        case=case,
+        limit_name="H*P*nope/4",
+        advice=(
+            "Do not rebuild every cached token's per-head keys or values (kv_b_proj on the cache): absorb "
+            "W_UK into the query and W_UV after the weighted sum of the latents"
+        ),
+    )
     decoder = ref.LatentDecoder(*args).double().eval()
     decoder.load_state_dict(m.state_dict())
     with torch.no_grad():
@@ -243,6 +315,8 @@ def test_absorbed_decode(solution):
         with mock.patch.object(ref, "rotate", _rotate_float32_angles):
             baseline = copy.deepcopy(decoder).float()(x, cache)
     if not (isinstance(outcome.value, tuple | list) and len(outcome.value) == 2):
-        raise AssertionError(f"{case}: forward must return (out, new_cache); yours returned {describe(outcome.value)}")
+        raise AssertionError(
+            f"{case}: forward must return (out, new_cache); yours returned {describe(outcome.value)}"
+        )
     assert_close(outcome.value[1], expected[1], case=case, what="new_cache", baseline=baseline[1])
     assert_close(outcome.value[0], expected[0], case=case, baseline=baseline[0])

@@ -40,8 +40,9 @@ class MultiHeadLatentAttention(nn.Module):
         super().__init__()
         raise NotImplementedError("write this part")
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None,
-                is_causal: bool = False) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, is_causal: bool = False
+    ) -> torch.Tensor:
         """Self-attention over x.
 
         Args:

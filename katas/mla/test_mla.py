@@ -44,12 +44,15 @@ def config(q_lora_rank: int | None = None, rope_theta: float | None = None) -> t
 def describe_config(q_lora_rank: int | None = None, rope_theta: float | None = None) -> str:
     extra = "" if q_lora_rank is None else f", q_lora_rank={q_lora_rank}"
     extra += "" if rope_theta is None else f", rope_theta={rope_theta:g}"
-    return (f"{CLS}(d_model={D}, n_heads={H}, kv_lora_rank={R}, qk_nope_head_dim={NOPE}, "
-            f"qk_rope_head_dim={ROPE}, v_head_dim={DV}{extra})")
+    return (
+        f"{CLS}(d_model={D}, n_heads={H}, kv_lora_rank={R}, qk_nope_head_dim={NOPE}, "
+        f"qk_rope_head_dim={ROPE}, v_head_dim={DV}{extra})"
+    )
 
 
-def make_reference(seed: int, q_lora_rank: int | None = None,
-                   rope_theta: float | None = None) -> torch.nn.Module:
+def make_reference(
+    seed: int, q_lora_rank: int | None = None, rope_theta: float | None = None
+) -> torch.nn.Module:
     """The reference module in float32 with random weights (float64 copies are exact)."""
     args, kwargs = config(q_lora_rank, rope_theta)
     with torch.random.fork_rng(devices=[]):
@@ -69,27 +72,51 @@ def make_reference(seed: int, q_lora_rank: int | None = None,
 class Graded:
     """The candidate's module with the reference's weights (loaded by checker.weights)."""
 
-    def __init__(self, solution: Candidate, dtype: torch.dtype, seed: int,
-                 q_lora_rank: int | None = None, rope_theta: float | None = None) -> None:
+    def __init__(
+        self,
+        solution: Candidate,
+        dtype: torch.dtype,
+        seed: int,
+        q_lora_rank: int | None = None,
+        rope_theta: float | None = None,
+    ) -> None:
         self.dtype = dtype
         self.reference = make_reference(seed, q_lora_rank, rope_theta)
         self.name = describe_config(q_lora_rank, rope_theta)
         args, kwargs = config(q_lora_rank, rope_theta)
-        self.module, self.mapping = build_module(solution, CLS, self.reference, args, kwargs,
-                                                 dtype=dtype, case=self.name)
+        self.module, self.mapping = build_module(
+            solution, CLS, self.reference, args, kwargs, dtype=dtype, case=self.name
+        )
 
     def case(self, x: torch.Tensor, what: str) -> str:
         return f"{self.name}, x {tuple(x.shape)} {str(self.dtype).replace('torch.', '')}, {what}"
 
     def check(self, x: torch.Tensor, kwargs: dict | None = None, *, what: str) -> Outcome:
         """Run the candidate on x (cast to this dtype) and compare with the reference."""
-        return check_module_call(self.module, self.mapping, self.reference, (x,), kwargs,
-                                 dtype=self.dtype, case=self.case(x.to(self.dtype), what))
+        return check_module_call(
+            self.module,
+            self.mapping,
+            self.reference,
+            (x,),
+            kwargs,
+            dtype=self.dtype,
+            case=self.case(x.to(self.dtype), what),
+        )
 
-    def check_grads(self, x: torch.Tensor, kwargs: dict, grad_output: torch.Tensor, *, what: str) -> Outcome:
+    def check_grads(
+        self, x: torch.Tensor, kwargs: dict, grad_output: torch.Tensor, *, what: str
+    ) -> Outcome:
         """Gradient w.r.t. x of the candidate against the float64 reference."""
-        return check_module_grads(self.module, self.mapping, self.reference, (x,), kwargs, wrt=(0,),
-                                  grad_output=grad_output, case=self.case(x, what))
+        return check_module_grads(
+            self.module,
+            self.mapping,
+            self.reference,
+            (x,),
+            kwargs,
+            wrt=(0,),
+            grad_output=grad_output,
+            case=self.case(x, what),
+        )
 
 
 def x_input(seed: int, batch: int = B, length: int = L) -> torch.Tensor:
@@ -115,12 +142,19 @@ def test_structure(solution):
             got = have.get(name)
             if got is None or got["type"] != "Linear":
                 found = ", ".join(f"{i['name']}: {i['type']}" for i in m.modules) or "no submodules"
-                raise AssertionError(f"{describe_config(q_lora)}: expected a submodule {name} = {want}; "
-                                     f"yours has {found}")
-            if (got["in_features"], got["out_features"], got["bias"]) != (sub.in_features, sub.out_features, False):
+                raise AssertionError(
+                    f"{describe_config(q_lora)}: expected a submodule {name} = {want}; "
+                    f"yours has {found}"
+                )
+            if (got["in_features"], got["out_features"], got["bias"]) != (
+                sub.in_features,
+                sub.out_features,
+                False,
+            ):
                 raise AssertionError(
                     f"{describe_config(q_lora)}: {name} should be {want}, yours is "
-                    f"Linear({got['in_features']}, {got['out_features']}, bias={got['bias']})")
+                    f"Linear({got['in_features']}, {got['out_features']}, bias={got['bias']})"
+                )
         load_reference_weights(m, expected, case=describe_config(q_lora))
 
 
@@ -142,14 +176,23 @@ def test_single_token(solution):
     g.check(x_input(6, length=1), what="L=1 (position 0 only)")
 
 
-MASK_SHAPES = {"L,L": (L, L), "B,1,1,L": (B, 1, 1, L), "B,1,L,L": (B, 1, L, L), "B,H,L,L": (B, H, L, L)}
+MASK_SHAPES = {
+    "L,L": (L, L),
+    "B,1,1,L": (B, 1, 1, L),
+    "B,1,L,L": (B, 1, L, L),
+    "B,H,L,L": (B, H, L, L),
+}
 
 
 @pytest.mark.parametrize("shape", list(MASK_SHAPES))
 def test_mask(solution, shape):
     g = Graded(solution, torch.float64, seed=7)
     mask = random_mask(*MASK_SHAPES[shape], seed=8, p=0.5)
-    g.check(x_input(9), {"attn_mask": mask}, what=f"bool attn_mask of shape ({shape}) = {tuple(mask.shape)}")
+    g.check(
+        x_input(9),
+        {"attn_mask": mask},
+        what=f"bool attn_mask of shape ({shape}) = {tuple(mask.shape)}",
+    )
 
 
 @pytest.mark.parametrize("q_lora", Q_LORA)
@@ -164,13 +207,16 @@ def test_causal_ignores_future_tokens(solution):
     x = x_input(13)
     t = 3
     changed = x.clone()
-    changed[:, t + 1:] = randn(B, L - t - 1, D, seed=14)
+    changed[:, t + 1 :] = randn(B, L - t - 1, D, seed=14)
     first = g.module.call((x,), {"is_causal": True}).value
     second = g.module.call((changed,), {"is_causal": True}).value
-    assert_close(second[:, :t + 1], first[:, :t + 1],
-                 case=f"{g.case(x, 'is_causal=True')}: changing tokens {t + 1}..{L - 1} must not change "
-                      f"the outputs at positions 0..{t} (a query must not see later keys)",
-                 what=f"output[:, :{t + 1}]")
+    assert_close(
+        second[:, : t + 1],
+        first[:, : t + 1],
+        case=f"{g.case(x, 'is_causal=True')}: changing tokens {t + 1}..{L - 1} must not change "
+        f"the outputs at positions 0..{t} (a query must not see later keys)",
+        what=f"output[:, :{t + 1}]",
+    )
 
 
 def test_padding_content_is_ignored(solution):
@@ -182,10 +228,13 @@ def test_padding_content_is_ignored(solution):
     changed[~real] = randn(int((~real).sum()), D, seed=38, scale=10.0)
     first = g.module.call((x,), {"attn_mask": mask}).value
     second = g.module.call((changed,), {"attn_mask": mask}).value
-    assert_close(second[real], first[real],
-                 case=f"{g.case(x, 'a (B,1,1,L) padding mask, lengths [5, 3]')}: changing the padded "
-                      "tokens must not change the outputs of the real ones (a query attended padding)",
-                 what="outputs of the real tokens")
+    assert_close(
+        second[real],
+        first[real],
+        case=f"{g.case(x, 'a (B,1,1,L) padding mask, lengths [5, 3]')}: changing the padded "
+        "tokens must not change the outputs of the real ones (a query attended padding)",
+        what="outputs of the real tokens",
+    )
 
 
 def test_eval_is_deterministic(solution):
@@ -193,8 +242,13 @@ def test_eval_is_deterministic(solution):
     x = x_input(16)
     first = g.module.call((x,), {}).value
     second = g.module.call((x,), {}).value
-    assert_close(second, first, case=f"{g.case(x, 'the same input twice in eval()')} "
-                                     "(dropout or other randomness left on?)", what="second output")
+    assert_close(
+        second,
+        first,
+        case=f"{g.case(x, 'the same input twice in eval()')} "
+        "(dropout or other randomness left on?)",
+        what="second output",
+    )
 
 
 def test_gradients(solution):
@@ -203,8 +257,12 @@ def test_gradients(solution):
     mask = random_mask(B, 1, L, L, seed=19)
     mask[..., 0] = True  # every query keeps key 0: no fully masked row in this core test
     kwargs = {"attn_mask": mask, "is_causal": True}
-    g.check_grads(x, kwargs, randn(B, L, D, seed=20),
-                  what="gradient w.r.t. x with a (B,1,L,L) mask and is_causal=True")
+    g.check_grads(
+        x,
+        kwargs,
+        randn(B, L, D, seed=20),
+        what="gradient w.r.t. x with a (B,1,L,L) mask and is_causal=True",
+    )
 
 
 def _with_empty_rows(mask: torch.Tensor) -> torch.Tensor:
@@ -219,9 +277,12 @@ def _with_empty_rows(mask: torch.Tensor) -> torch.Tensor:
 def test_fully_masked_rows(solution, dtype):
     g = Graded(solution, dtype, seed=21, q_lora_rank=QR)
     mask = _with_empty_rows(random_mask(B, 1, L, L, seed=22))
-    g.check(x_input(23), {"attn_mask": mask},
-            what="fully masked query rows (batch 0 query 2, batch 1 query 5) must give zeros "
-                 "(o_proj has no bias)")
+    g.check(
+        x_input(23),
+        {"attn_mask": mask},
+        what="fully masked query rows (batch 0 query 2, batch 1 query 5) must give zeros "
+        "(o_proj has no bias)",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -232,17 +293,23 @@ def test_causal_and_padding_mask(solution, dtype):
     mask = torch.ones(B, 1, 1, L, dtype=torch.bool)
     mask[0, ..., 5:] = False
     mask[1, ..., :2] = False
-    g.check(x_input(25), {"attn_mask": mask, "is_causal": True},
-            what="is_causal=True together with a (B,1,1,L) padding mask (both apply; "
-                 "batch 1 queries 0 and 1 have no key left and must give zeros)")
+    g.check(
+        x_input(25),
+        {"attn_mask": mask, "is_causal": True},
+        what="is_causal=True together with a (B,1,1,L) padding mask (both apply; "
+        "batch 1 queries 0 and 1 have no key left and must give zeros)",
+    )
 
 
 @pytest.mark.tier("edge")
 def test_causal_and_full_mask(solution):
     g = Graded(solution, torch.float64, seed=26, q_lora_rank=QR)
     mask = random_mask(B, H, L, L, seed=27, p=0.7)
-    g.check(x_input(28), {"attn_mask": mask, "is_causal": True},
-            what="is_causal=True together with a random (B,H,L,L) mask (both apply)")
+    g.check(
+        x_input(28),
+        {"attn_mask": mask, "is_causal": True},
+        what="is_causal=True together with a random (B,H,L,L) mask (both apply)",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -250,8 +317,12 @@ def test_gradients_fully_masked_rows(solution):
     g = Graded(solution, torch.float64, seed=29)
     x = x_input(30)
     kwargs = {"attn_mask": _with_empty_rows(random_mask(B, 1, L, L, seed=31))}
-    g.check_grads(x, kwargs, randn(B, L, D, seed=32),
-                  what="gradient w.r.t. x with fully masked query rows (must stay finite)")
+    g.check_grads(
+        x,
+        kwargs,
+        randn(B, L, D, seed=32),
+        what="gradient w.r.t. x with fully masked query rows (must stay finite)",
+    )
 
 
 @pytest.mark.tier("edge")

@@ -45,7 +45,13 @@ def reference(seed: int, d_model: int = D, n_heads: int = H, **kwargs) -> ref.Mu
 
 
 SPEC = SelfAttentionKata(
-    cls=CLS, reference=reference, init=(D, H), batch=B, length=L, heads=H, sizes=SIZES,
+    cls=CLS,
+    reference=reference,
+    init=(D, H),
+    batch=B,
+    length=L,
+    heads=H,
+    sizes=SIZES,
     other_sizes=(3, 7, (6 * 4, 6), "B=3, L=7, D=24, H=6, head dim=4"),
 )
 
@@ -61,11 +67,20 @@ def test_equals_gqa_with_one_kv_head(solution):
     x = randn(B, L, D, seed=35)
     mask = random_mask(B, 1, 1, L, seed=36)
     r = seeded_(ref_gqa.GroupedQueryAttention(D, H, 1), 37)
-    case = (f"weights of GroupedQueryAttention({D}, {H}, n_kv_heads=1), which MQA must equal; "
-            f"padding mask (B,1,1,L) and is_causal, {SIZES}")
+    case = (
+        f"weights of GroupedQueryAttention({D}, {H}, n_kv_heads=1), which MQA must equal; "
+        f"padding mask (B,1,1,L) and is_causal, {SIZES}"
+    )
     module, mapping = build_module(solution, CLS, r, (D, H), dtype=torch.float64, case=case)
-    check_module_call(module, mapping, r, (x,), {"attn_mask": mask, "is_causal": True},
-                      dtype=torch.float64, case=case)
+    check_module_call(
+        module,
+        mapping,
+        r,
+        (x,),
+        {"attn_mask": mask, "is_causal": True},
+        dtype=torch.float64,
+        case=case,
+    )
 
 
 def test_heads_must_divide_d_model(solution):

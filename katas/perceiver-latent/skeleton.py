@@ -23,11 +23,15 @@ class PerceiverLatentAttention(nn.Module):
     latent_dim defaults to d_model; head dim = latent_dim // n_heads.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_latents: int, latent_dim: int | None = None) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, n_latents: int, latent_dim: int | None = None
+    ) -> None:
         super().__init__()
         raise NotImplementedError("write this part")
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Pool x into n_latents vectors.
 
         Args:

@@ -56,14 +56,21 @@ def make_reference(seed: int, n_heads: int = H, latent_dim: int | None = E) -> t
 class Graded:
     """The candidate's module with the reference's weights (loaded by checker.weights)."""
 
-    def __init__(self, solution: Candidate, dtype: torch.dtype, seed: int, n_heads: int = H,
-                 latent_dim: int | None = E) -> None:
+    def __init__(
+        self,
+        solution: Candidate,
+        dtype: torch.dtype,
+        seed: int,
+        n_heads: int = H,
+        latent_dim: int | None = E,
+    ) -> None:
         self.dtype = dtype
         self.reference = make_reference(seed, n_heads, latent_dim)
         self.name = describe_config(n_heads, latent_dim)
         kwargs = {} if latent_dim is None else {"latent_dim": latent_dim}
-        self.module, self.mapping = build_module(solution, CLS, self.reference, (D, n_heads, N), kwargs,
-                                                 dtype=dtype, case=self.name)
+        self.module, self.mapping = build_module(
+            solution, CLS, self.reference, (D, n_heads, N), kwargs, dtype=dtype, case=self.name
+        )
 
     def case(self, x: torch.Tensor, what: str) -> str:
         return f"{self.name}, x {tuple(x.shape)} {str(self.dtype).replace('torch.', '')}, {what}"
@@ -71,8 +78,15 @@ class Graded:
     def check(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, what: str) -> Outcome:
         """Run the candidate on x (cast to this dtype) and compare with the reference."""
         kwargs = {} if mask is None else {"key_padding_mask": mask}
-        return check_module_call(self.module, self.mapping, self.reference, (x,), kwargs,
-                                 dtype=self.dtype, case=self.case(x.to(self.dtype), what))
+        return check_module_call(
+            self.module,
+            self.mapping,
+            self.reference,
+            (x,),
+            kwargs,
+            dtype=self.dtype,
+            case=self.case(x.to(self.dtype), what),
+        )
 
 
 def x_input(seed: int, batch: int = B, length: int = S) -> torch.Tensor:
@@ -93,8 +107,10 @@ def test_structure(solution):
     m = solution.new(CLS, (D, H, N), {"latent_dim": E})
     expected = make_reference(0)
     if tuple(m.params.get("latents", ())) != (N, E):
-        raise AssertionError(f"{describe_config(H, E)}: expected a parameter `latents` of shape {(N, E)} "
-                             f"(n_latents, latent_dim), yours has {m.params.get('latents', 'none')}")
+        raise AssertionError(
+            f"{describe_config(H, E)}: expected a parameter `latents` of shape {(N, E)} "
+            f"(n_latents, latent_dim), yours has {m.params.get('latents', 'none')}"
+        )
     load_reference_weights(m, expected, case=describe_config(H, E))
 
 
@@ -124,7 +140,11 @@ def test_batch_of_one(solution):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_padding(solution, dtype):
     g = Graded(solution, dtype, seed=9)
-    g.check(x_input(10), lengths_mask([S, 4]), what=f"key_padding_mask with lengths [{S}, 4] (True = real token)")
+    g.check(
+        x_input(10),
+        lengths_mask([S, 4]),
+        what=f"key_padding_mask with lengths [{S}, 4] (True = real token)",
+    )
 
 
 def test_random_padding(solution):
@@ -141,10 +161,13 @@ def test_padding_content_is_ignored(solution):
     changed[~mask] = randn(int((~mask).sum()), D, seed=16, scale=10.0)
     first = g.module.call((x,), {"key_padding_mask": mask}).value
     second = g.module.call((changed,), {"key_padding_mask": mask}).value
-    assert_close(second, first,
-                 case=f"{g.case(x, 'key_padding_mask lengths [6, 3]')}: changing the padded tokens "
-                      "must not change the output (a latent attended padding)",
-                 what="output after changing padding")
+    assert_close(
+        second,
+        first,
+        case=f"{g.case(x, 'key_padding_mask lengths [6, 3]')}: changing the padded tokens "
+        "must not change the output (a latent attended padding)",
+        what="output after changing padding",
+    )
 
 
 def test_eval_is_deterministic(solution):
@@ -152,13 +175,26 @@ def test_eval_is_deterministic(solution):
     x = x_input(18)
     first = g.module.call((x,), {}).value
     second = g.module.call((x,), {}).value
-    assert_close(second, first, case=f"{g.case(x, 'the same input twice in eval()')} "
-                                     "(dropout or other randomness left on?)", what="second output")
+    assert_close(
+        second,
+        first,
+        case=f"{g.case(x, 'the same input twice in eval()')} "
+        "(dropout or other randomness left on?)",
+        what="second output",
+    )
 
 
 def _check_grads(g: Graded, x: torch.Tensor, mask: torch.Tensor, what: str) -> None:
-    check_module_grads(g.module, g.mapping, g.reference, (x,), {"key_padding_mask": mask}, wrt=(0,),
-                       grad_output=randn(B, N, D, seed=19), case=g.case(x, what))
+    check_module_grads(
+        g.module,
+        g.mapping,
+        g.reference,
+        (x,),
+        {"key_padding_mask": mask},
+        wrt=(0,),
+        grad_output=randn(B, N, D, seed=19),
+        case=g.case(x, what),
+    )
 
 
 def test_gradients(solution):
@@ -170,16 +206,23 @@ def test_gradients(solution):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_fully_padded_row(solution, dtype):
     g = Graded(solution, dtype, seed=22)
-    g.check(x_input(23), lengths_mask([5, 0]),
-            what="batch row 1 is all padding: its attention result is zero, so every latent "
-                 "outputs o_proj's bias (not NaN, not the mean of the values)")
+    g.check(
+        x_input(23),
+        lengths_mask([5, 0]),
+        what="batch row 1 is all padding: its attention result is zero, so every latent "
+        "outputs o_proj's bias (not NaN, not the mean of the values)",
+    )
 
 
 @pytest.mark.tier("edge")
 def test_gradients_fully_padded_row(solution):
     g = Graded(solution, torch.float64, seed=24)
-    _check_grads(g, x_input(25), lengths_mask([0, 6]),
-                 "gradient w.r.t. x with batch row 0 all padding (must stay finite)")
+    _check_grads(
+        g,
+        x_input(25),
+        lengths_mask([0, 6]),
+        "gradient w.r.t. x with batch row 0 all padding (must stay finite)",
+    )
 
 
 @pytest.mark.tier("edge")

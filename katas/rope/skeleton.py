@@ -8,8 +8,9 @@ from __future__ import annotations
 import torch
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0,
-               interleaved: bool = False) -> torch.Tensor:
+def apply_rope(
+    x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0, interleaved: bool = False
+) -> torch.Tensor:
     """Rotate each pair of features of x by an angle proportional to its token's position.
 
     inv_freq_i = theta^(-2i/d) for i = 0 .. d/2 - 1 and angle = position * inv_freq_i.

@@ -23,16 +23,23 @@ SIZES = f"B={B}, H={H}, L={L}, S={S}, d={D}, dv={DV}"
 
 # What each NumPy floating-point warning means in an attention softmax, and the fix.
 WARNING_ADVICE = [
-    ("overflow encountered in exp",
-     "exp() of a large logit is inf: subtract the row max before exponentiating"),
-    ("invalid value encountered in subtract",
-     "a fully masked row has max -inf and -inf - (-inf) is NaN: shift such rows by 0 instead"),
-    ("divide by zero",
-     "a row sum is 0 (a fully masked row): divide only where the sum is > 0"),
-    ("invalid value encountered in divide",
-     "0 / 0 or inf / inf: a fully masked row (sum 0) or an overflowed exp (inf)"),
-    ("invalid value encountered in multiply",
-     "inf * 0 or -inf * 0: keep -inf out of the products (mask after the matmul, never inside it)"),
+    (
+        "overflow encountered in exp",
+        "exp() of a large logit is inf: subtract the row max before exponentiating",
+    ),
+    (
+        "invalid value encountered in subtract",
+        "a fully masked row has max -inf and -inf - (-inf) is NaN: shift such rows by 0 instead",
+    ),
+    ("divide by zero", "a row sum is 0 (a fully masked row): divide only where the sum is > 0"),
+    (
+        "invalid value encountered in divide",
+        "0 / 0 or inf / inf: a fully masked row (sum 0) or an overflowed exp (inf)",
+    ),
+    (
+        "invalid value encountered in multiply",
+        "inf * 0 or -inf * 0: keep -inf out of the products (mask after the matmul, never inside it)",
+    ),
 ]
 
 
@@ -44,16 +51,26 @@ def describe_warnings(warnings: list[dict[str, Any]]) -> str:
         if key in seen:
             continue
         seen.add(key)
-        where = f"line {w['line']} of your file" if w["line"] else "inside NumPy, called from your code"
+        where = (
+            f"line {w['line']} of your file" if w["line"] else "inside NumPy, called from your code"
+        )
         advice = next((a for m, a in WARNING_ADVICE if m in w["message"]), "")
-        parts.append(f"{w['category']}: {w['message']} ({where})" + (f" -> {advice}" if advice else ""))
+        parts.append(
+            f"{w['category']}: {w['message']} ({where})" + (f" -> {advice}" if advice else "")
+        )
         if len(parts) == 3:
             break
     return "NumPy warned " + "; ".join(parts)
 
 
-def check(solution, args: tuple, kwargs: dict[str, Any] | None = None, *, case: str,
-          dtype: torch.dtype = torch.float64) -> None:
+def check(
+    solution,
+    args: tuple,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    case: str,
+    dtype: torch.dtype = torch.float64,
+) -> None:
     """Like probes.check_call on NumPy inputs, and also fail on any RuntimeWarning the call emitted."""
     kwargs = kwargs or {}
     a64 = tuple(to_numpy(cast(x, torch.float64)) for x in args)
@@ -70,21 +87,27 @@ def check(solution, args: tuple, kwargs: dict[str, Any] | None = None, *, case: 
     except AssertionError as exc:
         text = str(exc)
         if "expected dtype float32" in text:
-            text += (" (under NumPy 2 a float64 NumPy scalar such as 1 / np.sqrt(d) promotes a float32 "
-                     "array to float64; use math.sqrt or cast the scale to q.dtype)")
+            text += (
+                " (under NumPy 2 a float64 NumPy scalar such as 1 / np.sqrt(d) promotes a float32 "
+                "array to float64; use math.sqrt or cast the scale to q.dtype)"
+            )
         if runtime:
             text += f". {describe_warnings(runtime)}"
         raise AssertionError(text) from None
     if runtime:
-        raise AssertionError(f"{case}: the values are right, but {describe_warnings(runtime)}. "
-                             "A warning means an inf or NaN was computed on the way; the kata asks "
-                             "for code that never computes one (nan_to_num or np.errstate only hide it)")
+        raise AssertionError(
+            f"{case}: the values are right, but {describe_warnings(runtime)}. "
+            "A warning means an inf or NaN was computed on the way; the kata asks "
+            "for code that never computes one (nan_to_num or np.errstate only hide it)"
+        )
 
 
 def qkv(seed: int, lead: tuple[int, ...] = (B, H), scale: float = 1.0):
-    return (randn(*lead, L, D, seed=seed, scale=scale),
-            randn(*lead, S, D, seed=seed + 1, scale=scale),
-            randn(*lead, S, DV, seed=seed + 2))
+    return (
+        randn(*lead, L, D, seed=seed, scale=scale),
+        randn(*lead, S, D, seed=seed + 1, scale=scale),
+        randn(*lead, S, DV, seed=seed + 2),
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -93,8 +116,10 @@ def test_no_mask(solution, dtype):
     check(solution, (q, k, v), dtype=dtype, case=f"no mask, {describe_inputs(q=q, k=k, v=v)}")
 
 
-@pytest.mark.parametrize("lead", [pytest.param((), id="2d"), pytest.param((4,), id="3d"),
-                                  pytest.param((2, 3, 2), id="5d")])
+@pytest.mark.parametrize(
+    "lead",
+    [pytest.param((), id="2d"), pytest.param((4,), id="3d"), pytest.param((2, 3, 2), id="5d")],
+)
 def test_leading_dims(solution, lead):
     q, k, v = qkv(4, lead=lead)
     check(solution, (q, k, v), case=f"leading dims {lead}, {describe_inputs(q=q, k=k, v=v)}")
@@ -105,22 +130,35 @@ def test_explicit_scale(solution):
     check(solution, (q, k, v), {"scale": 0.3}, case=f"scale=0.3, {SIZES}")
 
 
-MASK_SHAPES = {"L,S": (L, S), "B,1,1,S": (B, 1, 1, S), "B,1,L,S": (B, 1, L, S), "B,H,L,S": (B, H, L, S)}
+MASK_SHAPES = {
+    "L,S": (L, S),
+    "B,1,1,S": (B, 1, 1, S),
+    "B,1,L,S": (B, 1, L, S),
+    "B,H,L,S": (B, H, L, S),
+}
 
 
 @pytest.mark.parametrize("shape", list(MASK_SHAPES))
 def test_mask(solution, shape):
     q, k, v = qkv(10)
     mask = random_mask(*MASK_SHAPES[shape], seed=11, p=0.5)
-    check(solution, (q, k, v), {"mask": mask},
-          case=f"bool mask of shape ({shape}) = {tuple(mask.shape)}, {SIZES}")
+    check(
+        solution,
+        (q, k, v),
+        {"mask": mask},
+        case=f"bool mask of shape ({shape}) = {tuple(mask.shape)}, {SIZES}",
+    )
 
 
 def test_causal_mask_with_kv_cache(solution):
     q, k, v = qkv(13)
     mask = causal(L, S)  # bottom-right: the last query sees all S keys
-    check(solution, (q, k, v), {"mask": mask},
-          case=f"bottom-right causal mask (L={L} < S={S}), {SIZES}")
+    check(
+        solution,
+        (q, k, v),
+        {"mask": mask},
+        case=f"bottom-right causal mask (L={L} < S={S}), {SIZES}",
+    )
 
 
 def _with_empty_rows(mask: torch.Tensor) -> torch.Tensor:
@@ -135,8 +173,13 @@ def _with_empty_rows(mask: torch.Tensor) -> torch.Tensor:
 def test_fully_masked_row(solution, dtype):
     q, k, v = qkv(19)
     mask = _with_empty_rows(random_mask(B, 1, L, S, seed=20))
-    check(solution, (q, k, v), {"mask": mask}, dtype=dtype,
-          case=f"fully masked rows (batch 0 query 2, batch 1 query 0) must give zeros, {SIZES}")
+    check(
+        solution,
+        (q, k, v),
+        {"mask": mask},
+        dtype=dtype,
+        case=f"fully masked rows (batch 0 query 2, batch 1 query 0) must give zeros, {SIZES}",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -144,8 +187,13 @@ def test_fully_masked_row(solution, dtype):
 def test_large_logits(solution, dtype):
     q, k, v = qkv(25, scale=60.0)  # logits of order 1e4: exp() overflows in any dtype
     mask = random_mask(B, 1, L, S, seed=26)
-    check(solution, (q, k, v), {"mask": mask}, dtype=dtype,
-          case=f"large logits (|q.k|/sqrt(d) up to ~1e4), {SIZES}")
+    check(
+        solution,
+        (q, k, v),
+        {"mask": mask},
+        dtype=dtype,
+        case=f"large logits (|q.k|/sqrt(d) up to ~1e4), {SIZES}",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -156,8 +204,12 @@ def test_all_logits_very_negative(solution, dtype):
     q, _, v = qkv(31)
     k = 1.0 + 0.1 * randn(B, H, S, D, seed=32)
     q[..., 0, :] = -1e4 / D**0.5
-    check(solution, (q, k, v), dtype=dtype,
-          case=f"no mask, query 0's logits all near -1e4 (keys ~ all-ones, q[..., 0, :] = -1e4/sqrt(d)), {SIZES}")
+    check(
+        solution,
+        (q, k, v),
+        dtype=dtype,
+        case=f"no mask, query 0's logits all near -1e4 (keys ~ all-ones, q[..., 0, :] = -1e4/sqrt(d)), {SIZES}",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -165,5 +217,10 @@ def test_all_logits_very_negative(solution, dtype):
 def test_no_runtime_warnings(solution, dtype):
     q, k, v = qkv(28, scale=60.0)
     mask = _with_empty_rows(random_mask(B, 1, L, S, seed=29))
-    check(solution, (q, k, v), {"mask": mask}, dtype=dtype,
-          case=f"large logits and fully masked rows together, {SIZES}")
+    check(
+        solution,
+        (q, k, v),
+        {"mask": mask},
+        dtype=dtype,
+        case=f"large logits and fully masked rows together, {SIZES}",
+    )

@@ -42,25 +42,30 @@ def window_mask(L: int, S: int, window: tuple[int, int]) -> torch.Tensor:
 
 def dense(q, k, v, window, scale=None):
     return dense_ref.scaled_dot_product_attention(
-        q, k, v, mask=window_mask(q.shape[-2], k.shape[-2], window), scale=scale)
+        q, k, v, mask=window_mask(q.shape[-2], k.shape[-2], window), scale=scale
+    )
 
 
 def qkv(seed: int, L: int = L, S: int = S, scale: float = 1.0):
-    return (randn(B, H, L, D, seed=seed, scale=scale),
-            randn(B, H, S, D, seed=seed + 1, scale=scale),
-            randn(B, H, S, DV, seed=seed + 2))
+    return (
+        randn(B, H, L, D, seed=seed, scale=scale),
+        randn(B, H, S, D, seed=seed + 1, scale=scale),
+        randn(B, H, S, DV, seed=seed + 2),
+    )
 
 
 def describe_window(window: tuple[int, int], L: int = L, S: int = S) -> str:
     left, right = window
     lo = "p - inf" if left < 0 else f"p - {left}"
     hi = "p + inf" if right < 0 else f"p + {right}"
-    return (f"window {window} (query at p sees keys {lo} .. {hi}), B={B}, H={H}, L={L}, S={S} "
-            f"(query i at p = {S - L} + i), d={D}, dv={DV}")
+    return (
+        f"window {window} (query at p sees keys {lo} .. {hi}), B={B}, H={H}, L={L}, S={S} "
+        f"(query i at p = {S - L} + i), d={D}, dv={DV}"
+    )
 
 
 WINDOWS = {
-    "mistral-W4": (3, 0),    # 4 keys including itself
+    "mistral-W4": (3, 0),  # 4 keys including itself
     "longformer-w4": (2, 2),
     "left4-right1": (4, 1),
     "left1-right4": (1, 4),
@@ -81,8 +86,14 @@ def test_window(solution, name):
 def test_window_float32(solution, name):
     q, k, v = qkv(4)
     window = WINDOWS[name]
-    check_call(solution, FN, dense, (q, k, v, window), dtype=torch.float32,
-               case="float32, " + describe_window(window))
+    check_call(
+        solution,
+        FN,
+        dense,
+        (q, k, v, window),
+        dtype=torch.float32,
+        case="float32, " + describe_window(window),
+    )
 
 
 def test_square(solution):
@@ -94,24 +105,38 @@ def test_square(solution):
 def test_unbounded_left_is_causal(solution):
     q, k, v = qkv(10)
     window = (-1, 0)
-    check_call(solution, FN,
-               lambda q, k, v, w: dense_ref.scaled_dot_product_attention(q, k, v, mask=causal(L, S)),
-               (q, k, v, window),
-               case=describe_window(window) + ": plain bottom-right causal attention")
+    check_call(
+        solution,
+        FN,
+        lambda q, k, v, w: dense_ref.scaled_dot_product_attention(q, k, v, mask=causal(L, S)),
+        (q, k, v, window),
+        case=describe_window(window) + ": plain bottom-right causal attention",
+    )
 
 
 def test_unbounded_both_is_full_attention(solution):
     q, k, v = qkv(13)
     window = (-1, -1)
-    check_call(solution, FN, lambda q, k, v, w: dense_ref.scaled_dot_product_attention(q, k, v),
-               (q, k, v, window), case=describe_window(window) + ": full attention, no mask")
+    check_call(
+        solution,
+        FN,
+        lambda q, k, v, w: dense_ref.scaled_dot_product_attention(q, k, v),
+        (q, k, v, window),
+        case=describe_window(window) + ": full attention, no mask",
+    )
 
 
 def test_explicit_scale(solution):
     q, k, v = qkv(16)
     window = (4, 1)
-    check_call(solution, FN, dense, (q, k, v, window), {"scale": 0.3},
-               case="scale=0.3, " + describe_window(window))
+    check_call(
+        solution,
+        FN,
+        dense,
+        (q, k, v, window),
+        {"scale": 0.3},
+        case="scale=0.3, " + describe_window(window),
+    )
 
 
 @pytest.mark.tier("edge")
@@ -120,16 +145,28 @@ def test_query_without_keys(solution, dtype):
     # L > S: queries 0..3 sit at p = -4..-1; with window (2, 1) queries 0..2 see no key.
     q, k, v = qkv(19, L=12, S=8)
     window = (2, 1)
-    check_call(solution, FN, dense, (q, k, v, window), dtype=dtype,
-               case=describe_window(window, L=12, S=8) + ": queries 0, 1, 2 have no key in range and must give zeros")
+    check_call(
+        solution,
+        FN,
+        dense,
+        (q, k, v, window),
+        dtype=dtype,
+        case=describe_window(window, L=12, S=8)
+        + ": queries 0, 1, 2 have no key in range and must give zeros",
+    )
 
 
 @pytest.mark.tier("edge")
 def test_window_wider_than_sequence(solution):
     q, k, v = qkv(22)
     window = (20, 30)
-    check_call(solution, FN, dense, (q, k, v, window),
-               case=describe_window(window) + ": wider than the sequence on both sides")
+    check_call(
+        solution,
+        FN,
+        dense,
+        (q, k, v, window),
+        case=describe_window(window) + ": wider than the sequence on both sides",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -137,17 +174,31 @@ def test_window_wider_than_sequence(solution):
 def test_large_logits(solution, dtype):
     q, k, v = qkv(25, scale=60.0)  # logits of order 1e4
     window = (3, 1)
-    check_call(solution, FN, dense, (q, k, v, window), dtype=dtype,
-               case="large logits (|q.k|/sqrt(d) up to ~1e4), " + describe_window(window))
+    check_call(
+        solution,
+        FN,
+        dense,
+        (q, k, v, window),
+        dtype=dtype,
+        case="large logits (|q.k|/sqrt(d) up to ~1e4), " + describe_window(window),
+    )
 
 
 @pytest.mark.tier("edge")
 def test_gradients(solution):
     q, k, v = qkv(28, L=12, S=8)
     window = (2, 1)
-    check_grads(solution, FN, dense, (q, k, v, window), wrt=(0, 1, 2),
-                grad_output=randn(B, H, 12, DV, seed=31),
-                case="gradients, " + describe_window(window, L=12, S=8) + " (queries 0..2 see no key: keep them finite)")
+    check_grads(
+        solution,
+        FN,
+        dense,
+        (q, k, v, window),
+        wrt=(0, 1, 2),
+        grad_output=randn(B, H, 12, DV, seed=31),
+        case="gradients, "
+        + describe_window(window, L=12, S=8)
+        + " (queries 0..2 see no key: keep them finite)",
+    )
 
 
 EFF_L = 8192
@@ -160,15 +211,22 @@ def test_band_only(solution):
     """Mistral-style window of 128 keys over 8192 tokens: the band has 8192 x 128 scores."""
     window = EFF_WINDOW
     q, k, v = (randn(1, 1, EFF_L, EFF_D, seed=s, dtype=torch.float32) for s in (40, 41, 42))
-    case = (f"efficiency: B=H=1, L=S={EFF_L}, d=dv={EFF_D}, float32, window {window} "
-            f"(each query sees {window[0] + 1} keys)")
+    case = (
+        f"efficiency: B=H=1, L=S={EFF_L}, d=dv={EFF_D}, float32, window {window} "
+        f"(each query sees {window[0] + 1} keys)"
+    )
     band = EFF_L * (window[0] + 1 + window[1])
-    advice = (f"Only the band matters: {EFF_L} queries x {window[0] + 1 + window[1]} keys = {band:,} scores. "
-              "Do not build an (L, S) score matrix or mask: pad K and V and take one window of keys per "
-              "query (unfold / gather), or loop over blocks of queries with only the keys their windows reach")
-    outcome = call_within_memory(solution, FN, (q, k, v, window), dense_bytes=EFF_L * EFF_L * 4, case=case,
-                                 advice=advice)
+    advice = (
+        f"Only the band matters: {EFF_L} queries x {window[0] + 1 + window[1]} keys = {band:,} scores. "
+        "Do not build an (L, S) score matrix or mask: pad K and V and take one window of keys per "
+        "query (unfold / gather), or loop over blocks of queries with only the keys their windows reach"
+    )
+    outcome = call_within_memory(
+        solution, FN, (q, k, v, window), dense_bytes=EFF_L * EFF_L * 4, case=case, advice=advice
+    )
     assert_no_mutation(outcome, case=case)
     assert_largest_below(outcome, EFF_L * EFF_L // 2, case=case, limit_name="L*S/2", advice=advice)
     expected = ref.sliding_window_attention(q.double(), k.double(), v.double(), window)
-    assert_close(outcome.value, expected, case=case, baseline=ref.sliding_window_attention(q, k, v, window))
+    assert_close(
+        outcome.value, expected, case=case, baseline=ref.sliding_window_attention(q, k, v, window)
+    )

@@ -21,10 +21,21 @@ from attnkata.reference import block_sparse as ref
 MASK, ATTN = "block_sparse_mask", "block_sparse_attention"
 
 
-def layout_mask(L: int, block: int, window: int, n_global: int, random_blocks: torch.Tensor | None = None,
-                device: torch.device | str | None = None, *, globals_: str = "both", window_in: str = "blocks",
-                random_transposed: bool = False, floor_blocks: bool = False, lo_shift: int = 0,
-                hi_shift: int = 0) -> torch.Tensor:
+def layout_mask(
+    L: int,
+    block: int,
+    window: int,
+    n_global: int,
+    random_blocks: torch.Tensor | None = None,
+    device: torch.device | str | None = None,
+    *,
+    globals_: str = "both",
+    window_in: str = "blocks",
+    random_transposed: bool = False,
+    floor_blocks: bool = False,
+    lo_shift: int = 0,
+    hi_shift: int = 0,
+) -> torch.Tensor:
     """(L, L) mask with knobs: globals_ "rows"/"cols" (one direction), window_in "tokens"
     (|t - s| <= window) or "scaled" (|t - s| <= window * block), random blocks set in column
     i instead of row i, nb = L // block (the short last block dropped), and the window's
@@ -51,7 +62,11 @@ def layout_mask(L: int, block: int, window: int, n_global: int, random_blocks: t
             layout[rows[keep], rb[keep]] = True
     t = torch.arange(L, device=device)
     blk = (t // block).clamp(max=max(nb - 1, 0))
-    mask = layout[blk.unsqueeze(1), blk.unsqueeze(0)] if nb > 0 else torch.zeros(L, L, dtype=torch.bool, device=device)
+    mask = (
+        layout[blk.unsqueeze(1), blk.unsqueeze(0)]
+        if nb > 0
+        else torch.zeros(L, L, dtype=torch.bool, device=device)
+    )
     if floor_blocks:  # tokens past nb * block belong to no block
         inside = t < nb * block
         mask = mask & inside.unsqueeze(1) & inside.unsqueeze(0)
@@ -61,9 +76,19 @@ def layout_mask(L: int, block: int, window: int, n_global: int, random_blocks: t
     return mask
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int, window: int, n_global: int,
-              random_blocks: torch.Tensor | None = None, scale: float | None = None, *, nan_empty: bool = False,
-              **knobs: Any) -> torch.Tensor:
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block: int,
+    window: int,
+    n_global: int,
+    random_blocks: torch.Tensor | None = None,
+    scale: float | None = None,
+    *,
+    nan_empty: bool = False,
+    **knobs: Any,
+) -> torch.Tensor:
     """Dense attention under `layout_mask(..., **knobs)`; a query with no key gets zeros, or
     NaN with `nan_empty` (F.softmax over a row of -inf: the contract never empties a row, a
     mistake that does may show it so)."""
@@ -97,9 +122,12 @@ MUTANTS = {
     "window-in-tokens": _placed({"window_in": "tokens"}, {"window_in": "scaled"}),
     "random-blocks-transposed": _placed({"random_transposed": True}),
     "last-block-dropped": _placed({"floor_blocks": True}, empties=True),
-    "block-window-off-by-one": [*_placed({"lo_shift": 1, "hi_shift": 1}, {"lo_shift": 1}, {"hi_shift": 1}),
-                                *_placed({"lo_shift": -1, "hi_shift": -1}, {"lo_shift": -1}, {"hi_shift": -1},
-                                         empties=True)],
+    "block-window-off-by-one": [
+        *_placed({"lo_shift": 1, "hi_shift": 1}, {"lo_shift": 1}, {"hi_shift": 1}),
+        *_placed(
+            {"lo_shift": -1, "hi_shift": -1}, {"lo_shift": -1}, {"hi_shift": -1}, empties=True
+        ),
+    ],
 }
 
 B, H, d, dv = 2, 3, 4, 5
@@ -110,12 +138,24 @@ GRID_RANDOM = torch.tensor([[4, 4], [2, 6], [5, 0], [5, 5], [0, 1], [1, 2], [3, 
 
 
 def _params(L: int, block: int, window: int, n_global: int) -> dict[str, Any]:
-    return {"B": B, "H": H, "d": d, "L": L, "block": block, "window": window, "n_global": n_global,
-            "nb": -(-L // block)}
+    return {
+        "B": B,
+        "H": H,
+        "d": d,
+        "L": L,
+        "block": block,
+        "window": window,
+        "n_global": n_global,
+        "nb": -(-L // block),
+    }
 
 
 def _qkv(seed: int, L: int) -> tuple[torch.Tensor, ...]:
-    return randn(B, H, L, d, seed=seed), randn(B, H, L, d, seed=seed + 1), randn(B, H, L, dv, seed=seed + 2)
+    return (
+        randn(B, H, L, d, seed=seed),
+        randn(B, H, L, d, seed=seed + 1),
+        randn(B, H, L, dv, seed=seed + 2),
+    )
 
 
 def probes() -> list[Probe]:
@@ -127,29 +167,72 @@ def probes() -> list[Probe]:
     eye = torch.eye(GRID_L, dtype=torch.float64).expand(B, H, GRID_L, GRID_L).clone()
     rand10 = torch.tensor([[3], [4], [0], [1], [2]])  # nb = 5 for L = 10, block = 2
     big_L, big_block = 1024, 32
-    big_rb = torch.randint(0, big_L // big_block, (big_L // big_block, 2), generator=torch.Generator().manual_seed(9))
+    big_rb = torch.randint(
+        0, big_L // big_block, (big_L // big_block, 2), generator=torch.Generator().manual_seed(9)
+    )
     big = tuple(randn(1, 1, big_L, 2, seed=s, dtype=torch.float32) for s in (520, 521, 522))
     return [
-        Probe("layout grid L=13, block=2, window=1, n_global=1, r=2", MASK, grid_args,
-              params=_params(GRID_L, GRID_BLOCK, 1, 1), grid="mask", name_zh="布局网格 L=13, block=2, window=1, n_global=1, r=2"),
-        Probe("attention grid L=13, block=2, window=1, n_global=1, r=2 (q = k = 0, V = I)", ATTN,
-              (zeros, zeros.clone(), eye, *grid_args[1:]), params=_params(GRID_L, GRID_BLOCK, 1, 1), grid="weights",
-              name_zh="注意力网格 L=13, block=2, window=1, n_global=1, r=2（q = k = 0，V = I）"),
-        Probe("mask L=10, block=2, window=0, n_global=2, r=1", MASK, (10, 2, 0, 2, rand10),
-              params=_params(10, 2, 0, 2), name_zh="掩码 L=10, block=2, window=0, n_global=2, r=1"),
-        Probe("mask L=15, block=4, window=0, n_global=0, no random", MASK, (15, 4, 0, 0, None),
-              params=_params(15, 4, 0, 0), name_zh="掩码 L=15, block=4, window=0, n_global=0，无随机块"),
-        Probe("attention L=13, block=2, window=1, n_global=1, r=2", ATTN, (*_qkv(501, GRID_L), *grid_args[1:]),
-              params=_params(GRID_L, GRID_BLOCK, 1, 1), repeat=True,
-              name_zh="注意力 L=13, block=2, window=1, n_global=1, r=2"),
-        Probe("attention L=10, block=2, window=0, n_global=2, r=1", ATTN, (*_qkv(504, 10), 2, 0, 2, rand10),
-              params=_params(10, 2, 0, 2), name_zh="注意力 L=10, block=2, window=0, n_global=2, r=1"),
-        Probe("attention L=15, block=4, window=0, no global, no random", ATTN, (*_qkv(507, 15), 4, 0, 0, None),
-              params=_params(15, 4, 0, 0), name_zh="注意力 L=15, block=4, window=0，无全局块，无随机块"),
-        Probe(f"memory: L = {big_L}, block = {big_block}, window = 1, n_global = 1, r = 2", ATTN,
-              (*big, big_block, 1, 1, big_rb), params={**_params(big_L, big_block, 1, 1), "S": big_L, "d": 2},
-              dtype=torch.float32, budget=("materializes-full-scores", big_L * big_L // 2),
-              name_zh=f"内存：L = {big_L}，block = {big_block}，window = 1，n_global = 1，r = 2"),
+        Probe(
+            "layout grid L=13, block=2, window=1, n_global=1, r=2",
+            MASK,
+            grid_args,
+            params=_params(GRID_L, GRID_BLOCK, 1, 1),
+            grid="mask",
+            name_zh="布局网格 L=13, block=2, window=1, n_global=1, r=2",
+        ),
+        Probe(
+            "attention grid L=13, block=2, window=1, n_global=1, r=2 (q = k = 0, V = I)",
+            ATTN,
+            (zeros, zeros.clone(), eye, *grid_args[1:]),
+            params=_params(GRID_L, GRID_BLOCK, 1, 1),
+            grid="weights",
+            name_zh="注意力网格 L=13, block=2, window=1, n_global=1, r=2（q = k = 0，V = I）",
+        ),
+        Probe(
+            "mask L=10, block=2, window=0, n_global=2, r=1",
+            MASK,
+            (10, 2, 0, 2, rand10),
+            params=_params(10, 2, 0, 2),
+            name_zh="掩码 L=10, block=2, window=0, n_global=2, r=1",
+        ),
+        Probe(
+            "mask L=15, block=4, window=0, n_global=0, no random",
+            MASK,
+            (15, 4, 0, 0, None),
+            params=_params(15, 4, 0, 0),
+            name_zh="掩码 L=15, block=4, window=0, n_global=0，无随机块",
+        ),
+        Probe(
+            "attention L=13, block=2, window=1, n_global=1, r=2",
+            ATTN,
+            (*_qkv(501, GRID_L), *grid_args[1:]),
+            params=_params(GRID_L, GRID_BLOCK, 1, 1),
+            repeat=True,
+            name_zh="注意力 L=13, block=2, window=1, n_global=1, r=2",
+        ),
+        Probe(
+            "attention L=10, block=2, window=0, n_global=2, r=1",
+            ATTN,
+            (*_qkv(504, 10), 2, 0, 2, rand10),
+            params=_params(10, 2, 0, 2),
+            name_zh="注意力 L=10, block=2, window=0, n_global=2, r=1",
+        ),
+        Probe(
+            "attention L=15, block=4, window=0, no global, no random",
+            ATTN,
+            (*_qkv(507, 15), 4, 0, 0, None),
+            params=_params(15, 4, 0, 0),
+            name_zh="注意力 L=15, block=4, window=0，无全局块，无随机块",
+        ),
+        Probe(
+            f"memory: L = {big_L}, block = {big_block}, window = 1, n_global = 1, r = 2",
+            ATTN,
+            (*big, big_block, 1, 1, big_rb),
+            params={**_params(big_L, big_block, 1, 1), "S": big_L, "d": 2},
+            dtype=torch.float32,
+            budget=("materializes-full-scores", big_L * big_L // 2),
+            name_zh=f"内存：L = {big_L}，block = {big_block}，window = 1，n_global = 1，r = 2",
+        ),
     ]
 
 
@@ -158,7 +241,9 @@ def alternatives(probe: Probe) -> list[Probe]:
     the same layout with such random blocks moved into the whole blocks, then window = 1."""
     if probe.budget is not None:
         return []
-    at = 0 if probe.entry == MASK else 3  # where (block, window, n_global, random_blocks) start, less L
+    at = (
+        0 if probe.entry == MASK else 3
+    )  # where (block, window, n_global, random_blocks) start, less L
     args = list(probe.args)
     L = args[0] if probe.entry == MASK else args[0].shape[-2]
     block, rb = args[at + 1 if probe.entry == MASK else at], args[-1]
@@ -166,21 +251,39 @@ def alternatives(probe: Probe) -> list[Probe]:
     forms = []
     if rb is not None and whole and bool((rb >= whole).any()):
         args[-1] = rb % whole
-        forms.append(replace(probe, args=tuple(args), name=f"{probe.name} (random blocks in whole blocks)",
-                             name_zh=f"{probe.name_zh}（随机块都在完整块内）", repeat=False))
+        forms.append(
+            replace(
+                probe,
+                args=tuple(args),
+                name=f"{probe.name} (random blocks in whole blocks)",
+                name_zh=f"{probe.name_zh}（随机块都在完整块内）",
+                repeat=False,
+            )
+        )
     w_at = at + 2 if probe.entry == MASK else at + 1
     if args[w_at] == 0:
         args[w_at] = 1
-        forms.append(replace(probe, args=tuple(args), name=f"{probe.name} (window = 1)",
-                             name_zh=f"{probe.name_zh}（window = 1）", repeat=False))
+        forms.append(
+            replace(
+                probe,
+                args=tuple(args),
+                name=f"{probe.name} (window = 1)",
+                name_zh=f"{probe.name_zh}（window = 1）",
+                repeat=False,
+            )
+        )
     return forms
 
 
-GRID_CAPTION = {"en": f"rows = query tokens, columns = key tokens; blocks of {GRID_BLOCK} tokens, the last one short",
-                "zh": f"行 = 查询 token，列 = 键 token；每块 {GRID_BLOCK} 个 token，最后一块较短"}
+GRID_CAPTION = {
+    "en": f"rows = query tokens, columns = key tokens; blocks of {GRID_BLOCK} tokens, the last one short",
+    "zh": f"行 = 查询 token，列 = 键 token；每块 {GRID_BLOCK} 个 token，最后一块较短",
+}
 
 
-def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:
+def finding_data(
+    mid: str, probes: list[Probe], observed: list[Any], subject: Any
+) -> dict[str, Any]:
     """The layout grids are token grids: say so, and where the blocks are."""
     from attnkata.checker import mistakes
 

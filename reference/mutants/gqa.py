@@ -28,18 +28,35 @@ class REFERENCE:
     GroupedQueryAttention = seeded(ref.GroupedQueryAttention, FAMILY_CRAFTS)
 
 
-MUTANTS = family_mutants(ref.GroupedQueryAttention, lambda m: m.n_kv_heads,
-                         extra={"kv-repeat-instead-of-interleave": [{"kv_order": order}
-                                                                    for order in ("repeat", "repeat-k", "repeat-v")]})
+MUTANTS = family_mutants(
+    ref.GroupedQueryAttention,
+    lambda m: m.n_kv_heads,
+    extra={
+        "kv-repeat-instead-of-interleave": [
+            {"kv_order": order} for order in ("repeat", "repeat-k", "repeat-v")
+        ]
+    },
+)
 
 
 def probes() -> list[Probe]:
     # The grid probe has Hkv = H: only then do the value heads together span the sequence.
-    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, Hkv=HKV, init=((D, H, HKV), {}),
-                         grid_init=((6, 2, 2), {}), grid_sizes={"L": 6, "S": 6, "D": 6, "H": 2, "Hkv": 2, "d": 3})
+    return family_probes(
+        ENTRY,
+        B=B,
+        L=L,
+        H=H,
+        d=HD,
+        Hkv=HKV,
+        init=((D, H, HKV), {}),
+        grid_init=((6, 2, 2), {}),
+        grid_sizes={"L": 6, "S": 6, "D": 6, "H": 2, "Hkv": 2, "d": 3},
+    )
 
 
-def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:
+def finding_data(
+    mid: str, probes: list[Probe], observed: list[Any], subject: Any
+) -> dict[str, Any]:
     """The KV head each query head read (`head_map_got`) against the contract's h // g."""
     if mid != "kv-repeat-instead-of-interleave":
         return {}
@@ -49,5 +66,9 @@ def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: An
             if got is None:
                 return {}
             g = H // HKV
-            return {"head_map_expected": [h // g for h in range(H)], "head_map_got": got, "head_map_probe": p.name}
+            return {
+                "head_map_expected": [h // g for h in range(H)],
+                "head_map_got": got,
+                "head_map_probe": p.name,
+            }
     return {}

@@ -59,7 +59,9 @@ class Knobs:
     layout: str = "half"
 
 
-def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float, layout: str = "half") -> torch.Tensor:
+def rotate(
+    x: torch.Tensor, positions: torch.Tensor, theta: float, layout: str = "half"
+) -> torch.Tensor:
     if layout == "half":
         return ref.rotate(x, positions, theta)
     d = x.shape[-1]
@@ -112,7 +114,9 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: Any = None) -> A
     else:
         v_used = v
     scores = (q @ k_used.transpose(-2, -1)) / math.sqrt(d)
-    allowed = torch.ones(L, S, dtype=torch.bool).tril(0 if knobs.causal.startswith("top-left") else S - L)
+    allowed = torch.ones(L, S, dtype=torch.bool).tril(
+        0 if knobs.causal.startswith("top-left") else S - L
+    )
     if knobs.causal == "top-left-multi" and L == 1:
         allowed = torch.ones(L, S, dtype=torch.bool)
     scores = scores.masked_fill(~allowed, float("-inf"))
@@ -134,7 +138,10 @@ def variant(**changes: Any) -> type[nn.Module]:
 MUTANTS: dict[str, list[type[nn.Module]]] = {
     "cache-positions-restart": [variant(positions="restart"), variant(positions="restart-multi")],
     "cache-stores-repeated-heads": [variant(store="repeated")],
-    "cache-concat-wrong-dim": [*(variant(cat_dim=dim) for dim in (1, -1, 0)), variant(store="seq-first")],
+    "cache-concat-wrong-dim": [
+        *(variant(cat_dim=dim) for dim in (1, -1, 0)),
+        variant(store="seq-first"),
+    ],
     "rope-on-values": [variant(rope_v=True)],
     "cache-rerotated": [variant(rerotate="after-cat"), variant(rerotate="store-raw")],
     "causal-mask-top-left": [variant(causal="top-left"), variant(causal="top-left-multi")],
@@ -154,14 +161,24 @@ def _timeline_inputs() -> list[tuple[str, int, torch.Tensor, Any]]:
     steps, cache = [], None
     with torch.no_grad():
         for phase, past, n in TIMELINE:
-            piece = x[:, past:past + n].clone()
+            piece = x[:, past : past + n].clone()
             steps.append((phase, past, piece, cache))
             _, cache = m(piece, cache)
     return steps
 
 
 def _params(past: int, n: int) -> dict[str, Any]:
-    return {"B": B, "H": H, "Hkv": HKV, "g": H // HKV, "d": HD, "D": D, "P": past, "L": n, "S": past + n}
+    return {
+        "B": B,
+        "H": H,
+        "Hkv": HKV,
+        "g": H // HKV,
+        "d": HD,
+        "D": D,
+        "P": past,
+        "L": n,
+        "S": past + n,
+    }
 
 
 def probe_name(phase: str, past: int, n: int) -> str:
@@ -171,29 +188,66 @@ def probe_name(phase: str, past: int, n: int) -> str:
 def probes() -> list[Probe]:
     out = []
     for phase, past, piece, cache in _timeline_inputs():
-        out.append(Probe(probe_name(phase, past, piece.shape[1]), ENTRY,
-                         (piece,) if cache is None else (piece, cache), params=_params(past, piece.shape[1]),
-                         init=INIT, seed=SEED, repeat=phase == "prefill",
-                         name_zh=f"{ZH_PHASE[phase]}：P = {past}，L = {piece.shape[1]}"))
+        out.append(
+            Probe(
+                probe_name(phase, past, piece.shape[1]),
+                ENTRY,
+                (piece,) if cache is None else (piece, cache),
+                params=_params(past, piece.shape[1]),
+                init=INIT,
+                seed=SEED,
+                repeat=phase == "prefill",
+                name_zh=f"{ZH_PHASE[phase]}：P = {past}，L = {piece.shape[1]}",
+            )
+        )
     chunk = out[1]
-    out.append(Probe("float32 chunk: P = 5, L = 4", ENTRY, tuple(t.float() if isinstance(t, torch.Tensor)
-                                                                 else tuple(c.float() for c in t) for t in chunk.args),
-                     params=chunk.params, init=INIT, seed=SEED, dtype=torch.float32, name_zh="float32 分块：P = 5，L = 4"))
-    out.append(Probe("gradient w.r.t. x, chunk: P = 5, L = 4", ENTRY, chunk.args, params=chunk.params, init=INIT,
-                     seed=SEED, grad=((0,), randn(B, 4, D, seed=602)), name_zh="对 x 的梯度，分块：P = 5，L = 4"))
+    out.append(
+        Probe(
+            "float32 chunk: P = 5, L = 4",
+            ENTRY,
+            tuple(
+                t.float() if isinstance(t, torch.Tensor) else tuple(c.float() for c in t)
+                for t in chunk.args
+            ),
+            params=chunk.params,
+            init=INIT,
+            seed=SEED,
+            dtype=torch.float32,
+            name_zh="float32 分块：P = 5，L = 4",
+        )
+    )
+    out.append(
+        Probe(
+            "gradient w.r.t. x, chunk: P = 5, L = 4",
+            ENTRY,
+            chunk.args,
+            params=chunk.params,
+            init=INIT,
+            seed=SEED,
+            grad=((0,), randn(B, 4, D, seed=602)),
+            name_zh="对 x 的梯度，分块：P = 5，L = 4",
+        )
+    )
     return out
 
 
 # -- pictures ------------------------------------------------------------------------------
-def positions_used(reference: nn.Module, x: torch.Tensor, past: int, value: Any) -> list[int | str] | None:
+def positions_used(
+    reference: nn.Module, x: torch.Tensor, past: int, value: Any
+) -> list[int | str] | None:
     """The position each new token's key was rotated at, read from the returned key cache:
     the new keys are k_proj(x) rotated by an unknown position, found by trying 0 .. 63."""
     try:
-        k_new = value[1][0][:, :, -x.shape[1]:].detach().double()
+        k_new = value[1][0][:, :, -x.shape[1] :].detach().double()
     except (TypeError, IndexError, KeyError):
         return None
     Hkv, d = reference.n_kv_heads, reference.head_dim
-    if not isinstance(k_new, torch.Tensor) or tuple(k_new.shape) != (x.shape[0], Hkv, x.shape[1], d):
+    if not isinstance(k_new, torch.Tensor) or tuple(k_new.shape) != (
+        x.shape[0],
+        Hkv,
+        x.shape[1],
+        d,
+    ):
         return None
     with torch.no_grad():
         raw = reference.k_proj(x.to(next(reference.parameters()).dtype)).double()
@@ -201,14 +255,20 @@ def positions_used(reference: nn.Module, x: torch.Tensor, past: int, value: Any)
         tries = torch.arange(64)
         out: list[int | str] = []
         for i in range(x.shape[1]):
-            cand = ref.rotate(raw[:, :, i:i + 1].expand(-1, -1, 64, -1), tries, reference.rope_theta)
-            err = (cand - k_new[:, :, i:i + 1]).abs().amax(dim=(0, 1, 3))  # (64,)
+            cand = ref.rotate(
+                raw[:, :, i : i + 1].expand(-1, -1, 64, -1), tries, reference.rope_theta
+            )
+            err = (cand - k_new[:, :, i : i + 1]).abs().amax(dim=(0, 1, 3))  # (64,)
             best = int(err.argmin())
-            out.append(best if float(err[best]) < 1e-6 * max(1.0, float(k_new.abs().max())) else "?")
+            out.append(
+                best if float(err[best]) < 1e-6 * max(1.0, float(k_new.abs().max())) else "?"
+            )
     return out
 
 
-def _timeline_picture(probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any] | None:
+def _timeline_picture(
+    probes: list[Probe], observed: list[Any], subject: Any
+) -> dict[str, Any] | None:
     rows: list[list[Any]] = []
     differs: list[list[int]] = []
     for p, o in zip(probes, observed, strict=False):
@@ -216,7 +276,9 @@ def _timeline_picture(probes: list[Probe], observed: list[Any], subject: Any) ->
             continue
         phase = p.name.split(":")[0]
         past, n = p.params["P"], p.params["L"]
-        got = positions_used(subject.reference_module(p), p.args[0], past, o.value) if o.ok else None
+        got = (
+            positions_used(subject.reference_module(p), p.args[0], past, o.value) if o.ok else None
+        )
         for i in range(n):
             used = "?" if got is None else got[i]
             if used != past + i:
@@ -225,12 +287,19 @@ def _timeline_picture(probes: list[Probe], observed: list[Any], subject: Any) ->
     if not rows:
         return None
     return {
-        "caption": {"en": "Positions through time: where each new token's key was rotated",
-                    "zh": "随时间推进的位置：每个新 token 的键按哪个位置旋转"},
-        "columns": [{"en": "step", "zh": "步骤"}, {"en": "P (cached)", "zh": "P（已缓存）"},
-                    {"en": "new token i", "zh": "新 token i"}, {"en": "position (contract: P + i)", "zh": "位置（约定：P + i）"},
-                    {"en": "position (yours)", "zh": "位置（你的）"}],
-        "rows": rows[:12], "marked": sorted({r for r, _ in differs if r < 12}),
+        "caption": {
+            "en": "Positions through time: where each new token's key was rotated",
+            "zh": "随时间推进的位置：每个新 token 的键按哪个位置旋转",
+        },
+        "columns": [
+            {"en": "step", "zh": "步骤"},
+            {"en": "P (cached)", "zh": "P（已缓存）"},
+            {"en": "new token i", "zh": "新 token i"},
+            {"en": "position (contract: P + i)", "zh": "位置（约定：P + i）"},
+            {"en": "position (yours)", "zh": "位置（你的）"},
+        ],
+        "rows": rows[:12],
+        "marked": sorted({r for r, _ in differs if r < 12}),
         "differs": [c for c in differs if c[0] < 12],
     }
 
@@ -258,15 +327,25 @@ def _cache_picture(probes: list[Probe], observed: list[Any]) -> dict[str, Any]:
         differs += [[row, c] for c, got in ((2, got_k), (3, got_v)) if got != want]
         rows.append([p.name.split(":")[0], want, got_k, got_v])
     return {
-        "caption": {"en": "Returned caches (B x Hkv x (P + L) x d) against the contract's",
-                    "zh": "返回的缓存（B x Hkv x (P + L) x d）与约定对比"},
-        "columns": [{"en": "step", "zh": "步骤"}, {"en": "expected k and v", "zh": "应为（k 和 v）"},
-                    {"en": "your k", "zh": "你的 k"}, {"en": "your v", "zh": "你的 v"}],
-        "rows": rows, "marked": sorted({r for r, _ in differs}), "differs": differs,
+        "caption": {
+            "en": "Returned caches (B x Hkv x (P + L) x d) against the contract's",
+            "zh": "返回的缓存（B x Hkv x (P + L) x d）与约定对比",
+        },
+        "columns": [
+            {"en": "step", "zh": "步骤"},
+            {"en": "expected k and v", "zh": "应为（k 和 v）"},
+            {"en": "your k", "zh": "你的 k"},
+            {"en": "your v", "zh": "你的 v"},
+        ],
+        "rows": rows,
+        "marked": sorted({r for r, _ in differs}),
+        "differs": differs,
     }
 
 
-def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:
+def finding_data(
+    mid: str, probes: list[Probe], observed: list[Any], subject: Any
+) -> dict[str, Any]:
     """Positions restarting: the timeline of positions the code used. Cache-layout mistakes:
     the cache shapes it returned against the expected ones."""
     if mid == "cache-positions-restart":

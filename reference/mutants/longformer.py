@@ -19,8 +19,17 @@ from attnkata.reference import longformer as ref
 MASK, ATTN = "longformer_mask", "longformer_attention"
 
 
-def pattern(L: int, window: int, global_idx: torch.Tensor, device: torch.device | str | None = None, *,
-            globals_: str = "both", halve: bool = False, lo_shift: int = 0, hi_shift: int = 0) -> torch.Tensor:
+def pattern(
+    L: int,
+    window: int,
+    global_idx: torch.Tensor,
+    device: torch.device | str | None = None,
+    *,
+    globals_: str = "both",
+    halve: bool = False,
+    lo_shift: int = 0,
+    hi_shift: int = 0,
+) -> torch.Tensor:
     """(L, L) mask with knobs: globals_ "rows"/"cols" (one direction), the window halved
     (read as the total width), and the window's lower / upper side shifted by one."""
     w = window // 2 if halve else window
@@ -36,9 +45,19 @@ def pattern(L: int, window: int, global_idx: torch.Tensor, device: torch.device 
     return allowed
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, global_idx: torch.Tensor,
-              key_padding: torch.Tensor | None = None, scale: float | None = None, *, padding: str = "all",
-              zero_padded_queries: bool = False, **knobs: Any) -> torch.Tensor:
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    window: int,
+    global_idx: torch.Tensor,
+    key_padding: torch.Tensor | None = None,
+    scale: float | None = None,
+    *,
+    padding: str = "all",
+    zero_padded_queries: bool = False,
+    **knobs: Any,
+) -> torch.Tensor:
     """Dense attention under `pattern(..., **knobs)` and the key padding. padding "keys" /
     "rows" / "both": the padding misses the global key columns, the global query rows, or
     both (it is applied to the window only); "far-keys" / "far-both": the same, where the
@@ -53,7 +72,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, gl
             is_global[global_idx.to(q.device, torch.long)] = True
             spared = torch.zeros(L, L, dtype=torch.bool, device=q.device)
             cols = is_global.unsqueeze(0).expand(L, L)
-            if padding.startswith("far"):  # banded code: a global key inside the window is a band key
+            if padding.startswith(
+                "far"
+            ):  # banded code: a global key inside the window is a band key
                 band_knobs = {k: v for k, v in knobs.items() if k != "globals_"}
                 band = pattern(L, window, torch.zeros(0, dtype=torch.long), q.device, **band_knobs)
                 cols = cols & ~band
@@ -86,9 +107,18 @@ def _placed(*spellings: dict[str, Any]) -> list[dict[str, Any]]:
 MUTANTS = {
     "global-one-direction": _placed({"globals_": "rows"}, {"globals_": "cols"}),
     "longformer-window-as-total": _placed({"halve": True}),
-    "window-off-by-one": _placed({"lo_shift": 1, "hi_shift": 1}, {"lo_shift": -1, "hi_shift": -1},
-                                 {"lo_shift": 1}, {"hi_shift": 1}, {"hi_shift": -1}, {"lo_shift": -1}),
-    "padding-ignores-global": [{ATTN: partial(attention, padding=where)} for where in ("keys", "rows", "both", "far-keys", "far-both")],
+    "window-off-by-one": _placed(
+        {"lo_shift": 1, "hi_shift": 1},
+        {"lo_shift": -1, "hi_shift": -1},
+        {"lo_shift": 1},
+        {"hi_shift": 1},
+        {"hi_shift": -1},
+        {"lo_shift": -1},
+    ),
+    "padding-ignores-global": [
+        {ATTN: partial(attention, padding=where)}
+        for where in ("keys", "rows", "both", "far-keys", "far-both")
+    ],
     "padded-queries-zeroed": {ATTN: partial(attention, zero_padded_queries=True)},
 }
 
@@ -100,7 +130,11 @@ def _params(L: int, w: int, G: int) -> dict[str, Any]:
 
 
 def _qkv(seed: int, L: int) -> tuple[torch.Tensor, ...]:
-    return randn(B, H, L, d, seed=seed), randn(B, H, L, d, seed=seed + 1), randn(B, H, L, dv, seed=seed + 2)
+    return (
+        randn(B, H, L, d, seed=seed),
+        randn(B, H, L, d, seed=seed + 1),
+        randn(B, H, L, dv, seed=seed + 2),
+    )
 
 
 def _grid_qkv(L: int) -> tuple[torch.Tensor, ...]:
@@ -113,42 +147,106 @@ def probes() -> list[Probe]:
     attention with globals at both ends and in the middle, key padding over a global key,
     and a long sequence for the memory budget."""
     no_glob, glob = torch.zeros(0, dtype=torch.long), torch.tensor([0, 6, 13])
-    pad = torch.arange(14)[None, :] < torch.tensor([14, 10])[:, None]  # batch 1: keys 10..13 (global 13) padded
+    pad = (
+        torch.arange(14)[None, :] < torch.tensor([14, 10])[:, None]
+    )  # batch 1: keys 10..13 (global 13) padded
     big_L, big_w = 1024, 8
     big = tuple(randn(1, 1, big_L, 2, seed=s, dtype=torch.float32) for s in (620, 621, 622))
     return [
-        Probe("window grid L=12, window=2, no global", MASK, (12, 2, no_glob), params=_params(12, 2, 0), grid="mask",
-              name_zh="窗口网格 L=12, window=2，无全局位置"),
-        Probe("attention window grid L=12, window=2, no global (q = k = 0, V = I)", ATTN,
-              (*_grid_qkv(12), 2, no_glob), params=_params(12, 2, 0), grid="weights",
-              name_zh="注意力窗口网格 L=12, window=2，无全局位置（q = k = 0，V = I）"),
-        Probe("mask L=14, window=2, global [0, 6, 13]", MASK, (14, 2, glob), params=_params(14, 2, 3), grid="mask",
-              name_zh="掩码 L=14, window=2，全局 [0, 6, 13]"),
-        Probe("attention grid L=14, window=2, global [0, 6, 13] (q = k = 0, V = I)", ATTN,
-              (*_grid_qkv(14), 2, glob), params=_params(14, 2, 3), grid="weights",
-              name_zh="注意力网格 L=14, window=2，全局 [0, 6, 13]（q = k = 0，V = I）"),
-        Probe("mask L=11, window=3, global [4]", MASK, (11, 3, torch.tensor([4])), params=_params(11, 3, 1),
-              name_zh="掩码 L=11, window=3，全局 [4]"),
-        Probe("attention L=14, window=2, global [0, 6, 13]", ATTN, (*_qkv(601, 14), 2, glob),
-              params=_params(14, 2, 3), repeat=True, name_zh="注意力 L=14, window=2，全局 [0, 6, 13]"),
-        Probe("attention with key padding over global 13, L=14, window=2", ATTN, (*_qkv(604, 14), 2, glob, pad),
-              params=_params(14, 2, 3), name_zh="键填充覆盖全局位置 13 的注意力，L=14, window=2"),
-        Probe("attention with key padding, L=11, window=3, global [4]", ATTN,
-              (*_qkv(610, 11), 3, torch.tensor([4]), torch.arange(11)[None, :] < torch.tensor([8, 11])[:, None]),
-              params=_params(11, 3, 1), name_zh="带键填充的注意力，L=11, window=3，全局 [4]"),
-        Probe("attention L=11, window=3, global [4]", ATTN, (*_qkv(607, 11), 3, torch.tensor([4])),
-              params=_params(11, 3, 1), name_zh="注意力 L=11, window=3，全局 [4]"),
-        Probe(f"memory: L = {big_L}, window = {big_w}, global [0, 500]", ATTN, (*big, big_w, torch.tensor([0, 500])),
-              params={**_params(big_L, big_w, 2), "B": 1, "H": 1, "d": 2}, dtype=torch.float32,
-              budget=("materializes-full-scores", big_L * big_L // 2),
-              name_zh=f"内存：L = {big_L}，window = {big_w}，全局 [0, 500]"),
+        Probe(
+            "window grid L=12, window=2, no global",
+            MASK,
+            (12, 2, no_glob),
+            params=_params(12, 2, 0),
+            grid="mask",
+            name_zh="窗口网格 L=12, window=2，无全局位置",
+        ),
+        Probe(
+            "attention window grid L=12, window=2, no global (q = k = 0, V = I)",
+            ATTN,
+            (*_grid_qkv(12), 2, no_glob),
+            params=_params(12, 2, 0),
+            grid="weights",
+            name_zh="注意力窗口网格 L=12, window=2，无全局位置（q = k = 0，V = I）",
+        ),
+        Probe(
+            "mask L=14, window=2, global [0, 6, 13]",
+            MASK,
+            (14, 2, glob),
+            params=_params(14, 2, 3),
+            grid="mask",
+            name_zh="掩码 L=14, window=2，全局 [0, 6, 13]",
+        ),
+        Probe(
+            "attention grid L=14, window=2, global [0, 6, 13] (q = k = 0, V = I)",
+            ATTN,
+            (*_grid_qkv(14), 2, glob),
+            params=_params(14, 2, 3),
+            grid="weights",
+            name_zh="注意力网格 L=14, window=2，全局 [0, 6, 13]（q = k = 0，V = I）",
+        ),
+        Probe(
+            "mask L=11, window=3, global [4]",
+            MASK,
+            (11, 3, torch.tensor([4])),
+            params=_params(11, 3, 1),
+            name_zh="掩码 L=11, window=3，全局 [4]",
+        ),
+        Probe(
+            "attention L=14, window=2, global [0, 6, 13]",
+            ATTN,
+            (*_qkv(601, 14), 2, glob),
+            params=_params(14, 2, 3),
+            repeat=True,
+            name_zh="注意力 L=14, window=2，全局 [0, 6, 13]",
+        ),
+        Probe(
+            "attention with key padding over global 13, L=14, window=2",
+            ATTN,
+            (*_qkv(604, 14), 2, glob, pad),
+            params=_params(14, 2, 3),
+            name_zh="键填充覆盖全局位置 13 的注意力，L=14, window=2",
+        ),
+        Probe(
+            "attention with key padding, L=11, window=3, global [4]",
+            ATTN,
+            (
+                *_qkv(610, 11),
+                3,
+                torch.tensor([4]),
+                torch.arange(11)[None, :] < torch.tensor([8, 11])[:, None],
+            ),
+            params=_params(11, 3, 1),
+            name_zh="带键填充的注意力，L=11, window=3，全局 [4]",
+        ),
+        Probe(
+            "attention L=11, window=3, global [4]",
+            ATTN,
+            (*_qkv(607, 11), 3, torch.tensor([4])),
+            params=_params(11, 3, 1),
+            name_zh="注意力 L=11, window=3，全局 [4]",
+        ),
+        Probe(
+            f"memory: L = {big_L}, window = {big_w}, global [0, 500]",
+            ATTN,
+            (*big, big_w, torch.tensor([0, 500])),
+            params={**_params(big_L, big_w, 2), "B": 1, "H": 1, "d": 2},
+            dtype=torch.float32,
+            budget=("materializes-full-scores", big_L * big_L // 2),
+            name_zh=f"内存：L = {big_L}，window = {big_w}，全局 [0, 500]",
+        ),
     ]
 
 
-GRID_CAPTION = {"en": "rows = queries, columns = keys (token positions)", "zh": "行 = 查询，列 = 键（token 位置）"}
+GRID_CAPTION = {
+    "en": "rows = queries, columns = keys (token positions)",
+    "zh": "行 = 查询，列 = 键（token 位置）",
+}
 
 
-def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:
+def finding_data(
+    mid: str, probes: list[Probe], observed: list[Any], subject: Any
+) -> dict[str, Any]:
     from attnkata.checker import mistakes
 
     return {"grid_caption": GRID_CAPTION} if mistakes.get(mid).grid and mid in MUTANTS else {}
@@ -156,7 +254,11 @@ def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: An
 
 def alternatives(probe: Probe) -> list[Probe]:
     """For code that takes only dv == d: the attention probes with dv = d."""
-    if probe.entry != ATTN or probe.budget is not None or probe.args[2].shape[-1] == probe.args[0].shape[-1]:
+    if (
+        probe.entry != ATTN
+        or probe.budget is not None
+        or probe.args[2].shape[-1] == probe.args[0].shape[-1]
+    ):
         return []
     return [resized(probe, dv=probe.args[0].shape[-1], label="dv = d", label_zh="dv = d")]
 

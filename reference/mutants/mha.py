@@ -28,5 +28,13 @@ MUTANTS = family_mutants(ref.MultiHeadAttention, lambda m: m.n_heads)
 
 
 def probes() -> list[Probe]:
-    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, init=((D, H), {}),
-                         grid_init=((6, 2), {}), grid_sizes={"L": 6, "S": 6, "D": 6, "H": 2, "d": 3})
+    return family_probes(
+        ENTRY,
+        B=B,
+        L=L,
+        H=H,
+        d=HD,
+        init=((D, H), {}),
+        grid_init=((6, 2), {}),
+        grid_sizes={"L": 6, "S": 6, "D": 6, "H": 2, "d": 3},
+    )

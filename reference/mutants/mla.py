@@ -47,7 +47,7 @@ def craft_grid(m: nn.Module) -> None:
     eye_(m.kv_a_proj.weight)  # [c_kv | k_rope] = [x | 0]
     m.kv_a_norm.weight.fill_(1.0)
     nope, dv = m.nope_dim, m.v_dim
-    eye_(m.kv_b_proj.weight[nope:nope + dv])  # per head [k_nope | value] = [0 | c_kv]
+    eye_(m.kv_b_proj.weight[nope : nope + dv])  # per head [k_nope | value] = [0 | c_kv]
     eye_(m.o_proj.weight)
 
 
@@ -71,8 +71,14 @@ def rope_half(x: torch.Tensor, theta: float) -> torch.Tensor:
     return ref.apply_rope(x, cos, sin)
 
 
-def mla_forward(m: nn.Module, knobs: Knobs, mla: dict[str, Any], x: torch.Tensor,
-                attn_mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
+def mla_forward(
+    m: nn.Module,
+    knobs: Knobs,
+    mla: dict[str, Any],
+    x: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+) -> torch.Tensor:
     """reference/mla.py's forward with the knobs' mistakes; `mla` holds the MLA-only ones:
     rope ("rope" = the reference, "interleaved", "all" = the whole q/k head rotated,
     "nope-too" = nope rotated with its own table), kv_split ("head" or "global"), kv_norm."""
@@ -85,7 +91,10 @@ def mla_forward(m: nn.Module, knobs: Knobs, mla: dict[str, Any], x: torch.Tensor
     kv = m.kv_b_proj(m.kv_a_norm(c_kv) if mla.get("kv_norm", True) else c_kv)
     if mla.get("kv_split", "head") == "global":
         k_nope, v = kv.split([H * nope, H * dv], dim=-1)
-        k_nope, v = split_heads(k_nope, B, L, H, nope, knobs.split), split_heads(v, B, L, H, dv, knobs.split)
+        k_nope, v = (
+            split_heads(k_nope, B, L, H, nope, knobs.split),
+            split_heads(v, B, L, H, dv, knobs.split),
+        )
     else:
         k_nope, v = split_heads(kv, B, L, H, nope + dv, knobs.split).split([nope, dv], dim=-1)
     how, theta = mla.get("rope", "rope"), m.rope_theta
@@ -98,8 +107,14 @@ def mla_forward(m: nn.Module, knobs: Knobs, mla: dict[str, Any], x: torch.Tensor
     k = torch.cat([k_nope, k_rope[:, None].expand(B, H, L, rope)], dim=-1)
     if how == "all":
         q, k = rotate(q, theta), rotate(k, theta)
-    scale = {"d": 1 / math.sqrt(nope + rope), "nope": 1 / math.sqrt(nope), "D": 1 / math.sqrt(m.o_proj.out_features),
-             "none": 1.0, "not-sqrt": 1 / (nope + rope), "inverted": math.sqrt(nope + rope)}[knobs.scale]
+    scale = {
+        "d": 1 / math.sqrt(nope + rope),
+        "nope": 1 / math.sqrt(nope),
+        "D": 1 / math.sqrt(m.o_proj.out_features),
+        "none": 1.0,
+        "not-sqrt": 1 / (nope + rope),
+        "inverted": math.sqrt(nope + rope),
+    }[knobs.scale]
     causal = causal_allowed(L, L, knobs.causal, x.device) if is_causal else None
     y = merge_heads(core(q, k, v, scale, attn_mask, causal, knobs), B, L, knobs.merge)
     return m.o_proj(y) if knobs.out_proj else y
@@ -110,8 +125,9 @@ def variant(mla: dict[str, Any] | None = None, **changes: Any) -> type[nn.Module
     extra = dict(mla or {})
 
     class Variant(ref.MultiHeadLatentAttention):
-        def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None,
-                    is_causal: bool = False) -> torch.Tensor:
+        def forward(
+            self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, is_causal: bool = False
+        ) -> torch.Tensor:
             return mla_forward(self, knobs, extra, x, attn_mask, is_causal)
 
     label = ", ".join([knobs.label(), *(f"{k}={v!r}" for k, v in extra.items())])
@@ -129,19 +145,39 @@ MUTANTS: dict[str, list[type[nn.Module]]] = {
     "mla-kv-b-split-global": [variant({"kv_split": "global"})],
     "mla-missing-kv-norm": [variant({"kv_norm": False})],
     "rope-wrong-layout": [variant({"rope": "interleaved"})],
-    **{mid: [variant(**knobs) for knobs in variants] for mid, variants in FAMILY_MISTAKES.items()
-       if mid not in ("padding-mask-wrong-axis", "mask-added-as-float")},  # not MLA mistakes
+    **{
+        mid: [variant(**knobs) for knobs in variants]
+        for mid, variants in FAMILY_MISTAKES.items()
+        if mid not in ("padding-mask-wrong-axis", "mask-added-as-float")
+    },  # not MLA mistakes
 }
 
 
 def probes() -> list[Probe]:
     init = ((D, H, R, NOPE, ROPE, DV), {})
-    out = family_probes(ENTRY, B=B, L=L, H=H, d=NOPE + ROPE, init=init, grid_init=((6, 1, 6, 2, 2, 6), {}),
-                        grid_sizes={"L": 6, "S": 6, "D": 6, "H": 1, "d": 4})
+    out = family_probes(
+        ENTRY,
+        B=B,
+        L=L,
+        H=H,
+        d=NOPE + ROPE,
+        init=init,
+        grid_init=((6, 1, 6, 2, 2, 6), {}),
+        grid_sizes={"L": 6, "S": 6, "D": 6, "H": 1, "d": 4},
+    )
     sizes = {**out[0].params, "nope": NOPE, "rope": ROPE, "v": DV}
     for p in out:
         p.params = {**sizes, **p.params} if p.grid else sizes
     q_lora = out[5]  # attn_mask and is_causal, through the low-rank query path
-    out.append(Probe(f"q_lora_rank={Q_LORA}, attn_mask and is_causal", ENTRY, q_lora.args, q_lora.kwargs,
-                     params=sizes, init=(init[0], {"q_lora_rank": Q_LORA}), seed=9))
+    out.append(
+        Probe(
+            f"q_lora_rank={Q_LORA}, attn_mask and is_causal",
+            ENTRY,
+            q_lora.args,
+            q_lora.kwargs,
+            params=sizes,
+            init=(init[0], {"q_lora_rank": Q_LORA}),
+            seed=9,
+        )
+    )
     return out

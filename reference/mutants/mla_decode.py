@@ -79,7 +79,9 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: torch.Tensor | N
     q_rope = rotate(q_rope, pos, m.rope_theta, knobs.layout)
     c_kv, k_rope = m.kv_a_proj(x).split([r, rope], dim=-1)
     c_new = m.kv_a_norm(c_kv) if knobs.cache_norm == "normed" else c_kv
-    k_new = k_rope if knobs.rerotate is not None else rotate(k_rope, pos, m.rope_theta, knobs.layout)
+    k_new = (
+        k_rope if knobs.rerotate is not None else rotate(k_rope, pos, m.rope_theta, knobs.layout)
+    )
     entry = torch.cat([c_new, k_new], dim=-1)
     new_cache = entry if cache is None else torch.cat([cache, entry], dim=1)
     c_all, k_all = new_cache.split([r, rope], dim=-1)
@@ -92,13 +94,15 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: torch.Tensor | N
         c_all = m.kv_a_norm(c_all)
     w = m.kv_b_proj.weight
     if knobs.absorb == "global":
-        w_uk, w_uv = w[:H_ * nope].view(H_, nope, r), w[H_ * nope:].view(H_, dv, r)
+        w_uk, w_uv = w[: H_ * nope].view(H_, nope, r), w[H_ * nope :].view(H_, dv, r)
     else:
         w_uk, w_uv = w.view(H_, nope + dv, r).split([nope, dv], dim=1)
     q_lat = torch.einsum("bhln,hnr->bhlr", q_nope, w_uk)
     scores = q_lat @ c_all[:, None].transpose(-2, -1) + q_rope @ k_all[:, None].transpose(-2, -1)
-    scores = scores * (m.scale if knobs.scale == "qk" else nope ** -0.5)
-    allowed = torch.ones(L, S, dtype=torch.bool).tril(0 if knobs.causal.startswith("top-left") else P)
+    scores = scores * (m.scale if knobs.scale == "qk" else nope**-0.5)
+    allowed = torch.ones(L, S, dtype=torch.bool).tril(
+        0 if knobs.causal.startswith("top-left") else P
+    )
     if knobs.causal == "top-left-multi" and L == 1:
         allowed = torch.ones(L, S, dtype=torch.bool)
     weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
@@ -129,11 +133,23 @@ MUTANTS: dict[str, list[type[nn.Module]]] = {
 
 
 def _sizes(past: int, n: int) -> dict[str, Any]:
-    return {"B": B, "H": H, "D": D, "nope": NOPE, "rope": ROPE, "v": DV, "d": NOPE + ROPE,
-            "P": past, "L": n, "S": past + n}
+    return {
+        "B": B,
+        "H": H,
+        "D": D,
+        "nope": NOPE,
+        "rope": ROPE,
+        "v": DV,
+        "d": NOPE + ROPE,
+        "P": past,
+        "L": n,
+        "S": past + n,
+    }
 
 
-def _timeline(init: tuple[tuple, dict[str, Any]], seed: int, x: torch.Tensor) -> list[tuple[str, int, Any, Any]]:
+def _timeline(
+    init: tuple[tuple, dict[str, Any]], seed: int, x: torch.Tensor
+) -> list[tuple[str, int, Any, Any]]:
     """(phase, P, x piece, cache) per step, with the reference's own caches."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -141,38 +157,86 @@ def _timeline(init: tuple[tuple, dict[str, Any]], seed: int, x: torch.Tensor) ->
     steps, cache = [], None
     with torch.no_grad():
         for phase, past, n in TIMELINE:
-            piece = x[:, past:past + n].clone()
+            piece = x[:, past : past + n].clone()
             steps.append((phase, past, piece, cache))
             _, cache = m(piece, cache)
     return steps
 
 
 def probes() -> list[Probe]:
-    x = torch.cat([randn(B, FIRST, D, seed=701), randn(B, sum(n for _, _, n in TIMELINE) - FIRST, D, seed=703)],
-                  dim=1)
+    x = torch.cat(
+        [
+            randn(B, FIRST, D, seed=701),
+            randn(B, sum(n for _, _, n in TIMELINE) - FIRST, D, seed=703),
+        ],
+        dim=1,
+    )
     out = []
     for phase, past, piece, cache in _timeline(INIT, SEED, x):
         n = piece.shape[1]
-        out.append(Probe(f"{phase}: P = {past}, L = {n}", ENTRY, (piece,) if cache is None else (piece, cache),
-                         params=_sizes(past, n), init=INIT, seed=SEED, repeat=phase == "prefill",
-                         name_zh=f"{ZH_PHASE[phase]}：P = {past}，L = {n}"))
+        out.append(
+            Probe(
+                f"{phase}: P = {past}, L = {n}",
+                ENTRY,
+                (piece,) if cache is None else (piece, cache),
+                params=_sizes(past, n),
+                init=INIT,
+                seed=SEED,
+                repeat=phase == "prefill",
+                name_zh=f"{ZH_PHASE[phase]}：P = {past}，L = {n}",
+            )
+        )
     lora = (INIT[0], {"q_lora_rank": QR})
     _, past, piece, cache = _timeline(lora, SEED + 1, x)[1]
-    out.append(Probe(f"q_lora_rank={QR}, chunk: P = {past}, L = {piece.shape[1]}", ENTRY, (piece, cache),
-                     params=_sizes(past, piece.shape[1]), init=lora, seed=SEED + 1,
-                     name_zh=f"q_lora_rank={QR}，分块：P = {past}，L = {piece.shape[1]}"))
+    out.append(
+        Probe(
+            f"q_lora_rank={QR}, chunk: P = {past}, L = {piece.shape[1]}",
+            ENTRY,
+            (piece, cache),
+            params=_sizes(past, piece.shape[1]),
+            init=lora,
+            seed=SEED + 1,
+            name_zh=f"q_lora_rank={QR}，分块：P = {past}，L = {piece.shape[1]}",
+        )
+    )
     chunk = out[1]
-    out.append(Probe("float32 chunk: P = 5, L = 4", ENTRY, tuple(t.float() for t in chunk.args), params=chunk.params,
-                     init=INIT, seed=SEED, dtype=torch.float32, name_zh="float32 分块：P = 5，L = 4"))
+    out.append(
+        Probe(
+            "float32 chunk: P = 5, L = 4",
+            ENTRY,
+            tuple(t.float() for t in chunk.args),
+            params=chunk.params,
+            init=INIT,
+            seed=SEED,
+            dtype=torch.float32,
+            name_zh="float32 分块：P = 5，L = 4",
+        )
+    )
     # Memory: one token after 2048 cached ones with 16 heads; rebuilding the cache's per-head
     # keys takes H * P * nope elements, the absorbed form at most P * (r + rope).
     big_h, big_p, big_nope = 16, 2048, 32
     big_init = ((256, big_h, 64, big_nope, 16, 32), {})
     big_cache = randn(1, big_p, 64 + 16, seed=702, dtype=torch.float32)
-    out.append(Probe(f"memory: one token after P = {big_p}, H = {big_h}", ENTRY,
-                     (randn(1, 1, 256, seed=703, dtype=torch.float32), big_cache),
-                     params={"B": 1, "H": big_h, "P": big_p, "L": 1, "S": big_p + 1, "nope": big_nope, "rope": 16,
-                             "D": 256}, init=big_init, seed=SEED + 2, dtype=torch.float32,
-                     budget=("mla-materializes-cache-heads", big_h * big_p * big_nope // 4),
-                     name_zh=f"内存：P = {big_p}、H = {big_h} 之后的一个 token"))
+    out.append(
+        Probe(
+            f"memory: one token after P = {big_p}, H = {big_h}",
+            ENTRY,
+            (randn(1, 1, 256, seed=703, dtype=torch.float32), big_cache),
+            params={
+                "B": 1,
+                "H": big_h,
+                "P": big_p,
+                "L": 1,
+                "S": big_p + 1,
+                "nope": big_nope,
+                "rope": 16,
+                "D": 256,
+            },
+            init=big_init,
+            seed=SEED + 2,
+            dtype=torch.float32,
+            budget=("mla-materializes-cache-heads", big_h * big_p * big_nope // 4),
+            name_zh=f"内存：P = {big_p}、H = {big_h} 之后的一个 token",
+        )
+    )
     return out

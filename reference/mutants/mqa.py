@@ -30,5 +30,14 @@ MUTANTS = family_mutants(ref.MultiQueryAttention, lambda m: 1)
 
 def probes() -> list[Probe]:
     # The grid probe has one head: only then is the single value head as wide as the sequence.
-    return family_probes(ENTRY, B=B, L=L, H=H, d=HD, Hkv=1, init=((D, H), {}),
-                         grid_init=((6, 1), {}), grid_sizes={"L": 6, "S": 6, "D": 6, "H": 1, "d": 6})
+    return family_probes(
+        ENTRY,
+        B=B,
+        L=L,
+        H=H,
+        d=HD,
+        Hkv=1,
+        init=((D, H), {}),
+        grid_init=((6, 1), {}),
+        grid_sizes={"L": 6, "S": 6, "D": 6, "H": 1, "d": 6},
+    )

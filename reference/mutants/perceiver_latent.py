@@ -53,12 +53,21 @@ class REFERENCE:
 def padding_layout(mask: torch.Tensor, axis: str) -> torch.Tensor:
     """The (B, S) "real token" mask shaped for the (B, H, N, S) scores: on the keys (right),
     on the latents, between batch and heads (`unsqueeze(1)`), or left as (B, S)."""
-    return {"keys": lambda: mask[:, None, None, :], "latents": lambda: mask[:, None, :, None],
-            "heads": lambda: mask.unsqueeze(1), "flat": lambda: mask}[axis]()
+    return {
+        "keys": lambda: mask[:, None, None, :],
+        "latents": lambda: mask[:, None, :, None],
+        "heads": lambda: mask.unsqueeze(1),
+        "flat": lambda: mask,
+    }[axis]()
 
 
-def perceiver_forward(m: nn.Module, knobs: Knobs, extra: dict[str, Any], x: torch.Tensor,
-                      key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+def perceiver_forward(
+    m: nn.Module,
+    knobs: Knobs,
+    extra: dict[str, Any],
+    x: torch.Tensor,
+    key_padding_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     """reference/perceiver_latent.py's forward with the knobs' mistakes; `extra` holds the
     Perceiver-only ones: queries ("latents" or "input") and axis (see `padding_layout`)."""
     Bx, Sx, Dx = x.shape
@@ -71,9 +80,19 @@ def perceiver_forward(m: nn.Module, knobs: Knobs, extra: dict[str, Any], x: torc
         q = q.view(Hh, Nl, d) if knobs.split == "flat" else q.view(Nl, Hh, d).transpose(0, 1)
     k = split_heads(m.k_proj(x), Bx, Sx, Hh, d, knobs.split)
     v = split_heads(m.v_proj(x), Bx, Sx, Hh, d, knobs.split)
-    mask = None if key_padding_mask is None else padding_layout(key_padding_mask, extra.get("axis", "keys"))
-    scale = {"d": 1 / math.sqrt(d), "D": 1 / math.sqrt(m.latent_dim), "d_model": 1 / math.sqrt(Dx),
-             "none": 1.0, "not-sqrt": 1 / d, "inverted": math.sqrt(d)}[knobs.scale]
+    mask = (
+        None
+        if key_padding_mask is None
+        else padding_layout(key_padding_mask, extra.get("axis", "keys"))
+    )
+    scale = {
+        "d": 1 / math.sqrt(d),
+        "D": 1 / math.sqrt(m.latent_dim),
+        "d_model": 1 / math.sqrt(Dx),
+        "none": 1.0,
+        "not-sqrt": 1 / d,
+        "inverted": math.sqrt(d),
+    }[knobs.scale]
     y = core(q, k, v, scale, mask, None, knobs)  # (B, H, N or S, d)
     y = merge_heads(y, Bx, Sx if from_input else Nl, knobs.merge)
     return m.o_proj(y) if knobs.out_proj else y
@@ -84,7 +103,9 @@ def variant(extra: dict[str, Any] | None = None, **changes: Any) -> type[nn.Modu
     more = dict(extra or {})
 
     class Variant(ref.PerceiverLatentAttention):
-        def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        def forward(
+            self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None
+        ) -> torch.Tensor:
             return perceiver_forward(self, knobs, more, x, key_padding_mask)
 
     label = ", ".join([knobs.label(), *(f"{k}={v!r}" for k, v in more.items())])
@@ -97,14 +118,24 @@ def _remake(**knobs: Any) -> type[nn.Module]:
 
 
 # No causal mask here, and the Perceiver has its own spellings of these.
-_OWN = ("padding-mask-wrong-axis", "scale-by-d-model", "mask-ignored", "causal-mask-inverted",
-        "causal-mask-excludes-diagonal", "causal-mask-leaks-future")
+_OWN = (
+    "padding-mask-wrong-axis",
+    "scale-by-d-model",
+    "mask-ignored",
+    "causal-mask-inverted",
+    "causal-mask-excludes-diagonal",
+    "causal-mask-leaks-future",
+)
 MUTANTS: dict[str, list[type[nn.Module]]] = {
     "latent-queries-from-input": [variant({"queries": "input"})],
     "padding-mask-wrong-axis": [variant({"axis": axis}) for axis in ("latents", "heads", "flat")],
     "scale-by-d-model": [variant(scale="D"), variant(scale="d_model")],
     "mask-ignored": [variant(mask="ignored")],
-    **{mid: [variant(**knobs) for knobs in variants] for mid, variants in FAMILY_MISTAKES.items() if mid not in _OWN},
+    **{
+        mid: [variant(**knobs) for knobs in variants]
+        for mid, variants in FAMILY_MISTAKES.items()
+        if mid not in _OWN
+    },
 }
 
 
@@ -118,8 +149,16 @@ def probes() -> list[Probe]:
 
     def probe(name: str, x: torch.Tensor, mask: torch.Tensor | None = None, **more: Any) -> Probe:
         kwargs = {} if mask is None else {"key_padding_mask": mask}
-        return Probe(name, ENTRY, (x,), kwargs, params=more.pop("params", sizes), init=more.pop("init", init),
-                     seed=more.pop("seed", 7), **more)
+        return Probe(
+            name,
+            ENTRY,
+            (x,),
+            kwargs,
+            params=more.pop("params", sizes),
+            init=more.pop("init", init),
+            seed=more.pop("seed", 7),
+            **more,
+        )
 
     g = torch.Generator().manual_seed(501)
     scattered = torch.rand(B, S, generator=g) < 0.5
@@ -129,17 +168,46 @@ def probes() -> list[Probe]:
         probe("no padding", randn(B, S, D, seed=601), repeat=True),
         probe("padding, lengths [9, 4]", randn(B, S, D, seed=602), _lengths_mask([9, 4], S)),
         probe("scattered padding", randn(B, S, D, seed=603), scattered),
-        probe("a fully padded row, lengths [0, 6]", randn(B, S, D, seed=604), _lengths_mask([0, 6], S)),
-        probe("gradient w.r.t. x, lengths [4, 0]", randn(B, S, D, seed=609), _lengths_mask([4, 0], S),
-              grad=((0,), randn(B, N, D, seed=610))),
-        probe("large logits (float32, x * 400)", randn(B, S, D, seed=605, scale=400.0).float(), dtype=torch.float32),
-        probe("float32, lengths [5, 8]", randn(B, S, D, seed=606).float(), _lengths_mask([5, 8], S),
-              dtype=torch.float32),
-        probe("latent_dim 24 != d_model 16, lengths [3, 9]", randn(B, S, D, seed=607), _lengths_mask([3, 9], S),
-              init=((D, H, N, 24), {}), params={**sizes, "D": 24, "d": 6}),
-        probe("S = N = 5 tokens, B = H = 4, lengths [5, 2, 4, 1]", randn(4, 5, D, seed=608),
-              _lengths_mask([5, 2, 4, 1], 5), params=other),
-        probe("mask grid (q = k = 0, V = I): scattered padding, then a fully padded row", one_hot_inputs(2, 6, 6),
-              torch.tensor([[True, False, True, True, False, True], [False] * 6]), init=((6, 2, 4), {}),
-              seed=GRID_SEED, grid="weights", params={**sizes, "B": 2, "L": 4, "S": 6, "D": 6, "H": 2, "d": 3}),
+        probe(
+            "a fully padded row, lengths [0, 6]", randn(B, S, D, seed=604), _lengths_mask([0, 6], S)
+        ),
+        probe(
+            "gradient w.r.t. x, lengths [4, 0]",
+            randn(B, S, D, seed=609),
+            _lengths_mask([4, 0], S),
+            grad=((0,), randn(B, N, D, seed=610)),
+        ),
+        probe(
+            "large logits (float32, x * 400)",
+            randn(B, S, D, seed=605, scale=400.0).float(),
+            dtype=torch.float32,
+        ),
+        probe(
+            "float32, lengths [5, 8]",
+            randn(B, S, D, seed=606).float(),
+            _lengths_mask([5, 8], S),
+            dtype=torch.float32,
+        ),
+        probe(
+            "latent_dim 24 != d_model 16, lengths [3, 9]",
+            randn(B, S, D, seed=607),
+            _lengths_mask([3, 9], S),
+            init=((D, H, N, 24), {}),
+            params={**sizes, "D": 24, "d": 6},
+        ),
+        probe(
+            "S = N = 5 tokens, B = H = 4, lengths [5, 2, 4, 1]",
+            randn(4, 5, D, seed=608),
+            _lengths_mask([5, 2, 4, 1], 5),
+            params=other,
+        ),
+        probe(
+            "mask grid (q = k = 0, V = I): scattered padding, then a fully padded row",
+            one_hot_inputs(2, 6, 6),
+            torch.tensor([[True, False, True, True, False, True], [False] * 6]),
+            init=((6, 2, 4), {}),
+            seed=GRID_SEED,
+            grid="weights",
+            params={**sizes, "B": 2, "L": 4, "S": 6, "D": 6, "H": 2, "d": 3},
+        ),
     ]

@@ -23,10 +23,20 @@ PAIRING_PROBE = "pairing: one-hot features, every token at position 1"
 PAIRING_PROBE_INTERLEAVED = "pairing, interleaved=True: one-hot features, every token at position 1"
 
 
-def rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0, interleaved: bool = False, *,
-         swap_layout: bool = False, fixed_layout: bool | None = None, exponent: str = "2i/d",
-         direction: int = 1, ignore_positions: bool = False, mix: str | None = None,
-         mix_on: bool = True) -> torch.Tensor:
+def rope(
+    x: torch.Tensor,
+    positions: torch.Tensor,
+    theta: float = 10000.0,
+    interleaved: bool = False,
+    *,
+    swap_layout: bool = False,
+    fixed_layout: bool | None = None,
+    exponent: str = "2i/d",
+    direction: int = 1,
+    ignore_positions: bool = False,
+    mix: str | None = None,
+    mix_on: bool = True,
+) -> torch.Tensor:
     """RoPE with the mistakes' knobs: the other layout, one layout whatever `interleaved` says
     (fixed_layout: code carried over from a codebase with only that layout), another frequency
     exponent ("i/d": arange(d/2) / d; "2i/(d/2)": arange(0, d, 2) / (d/2)), the rotation turned
@@ -49,7 +59,7 @@ def rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0, inter
     if interleaved != swap_layout:
         a, b = x[..., 0::2], x[..., 1::2]
         return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
-    a, b = x[..., : d // 2], x[..., d // 2:]
+    a, b = x[..., : d // 2], x[..., d // 2 :]
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
 
 
@@ -63,12 +73,12 @@ def _mixed(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mix: str) -> t
         rot = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
         return x * torch.cat([cos, cos], dim=-1) + rot * torch.cat([sin, sin], dim=-1)
     if mix == "interleaved-table":
-        rot = torch.cat([-x[..., d // 2:], x[..., : d // 2]], dim=-1)
+        rot = torch.cat([-x[..., d // 2 :], x[..., : d // 2]], dim=-1)
         return x * cos.repeat_interleave(2, dim=-1) + rot * sin.repeat_interleave(2, dim=-1)
     if mix == "cat-back":
         a, b = x[..., 0::2], x[..., 1::2]
         return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
-    a, b = x[..., : d // 2], x[..., d // 2:]  # "stack-back"
+    a, b = x[..., : d // 2], x[..., d // 2 :]  # "stack-back"
     return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
 
 
@@ -79,10 +89,16 @@ def _m(**knobs: Any) -> Callable[..., torch.Tensor]:
 MUTANTS = {
     # Swapped both ways, or one layout for both values of `interleaved` (HF/NeoX rotate_half
     # or Meta's complex pairs carried over as they are): wrong on the other layout only.
-    "rope-wrong-layout": [_m(swap_layout=True), _m(fixed_layout=False), _m(fixed_layout=True),
-                          # the layouts mixed within one branch (a table of one, pairs of the other)
-                          _m(mix="half-table"), _m(mix="cat-back"), _m(mix="interleaved-table", mix_on=False),
-                          _m(mix="stack-back", mix_on=False)],
+    "rope-wrong-layout": [
+        _m(swap_layout=True),
+        _m(fixed_layout=False),
+        _m(fixed_layout=True),
+        # the layouts mixed within one branch (a table of one, pairs of the other)
+        _m(mix="half-table"),
+        _m(mix="cat-back"),
+        _m(mix="interleaved-table", mix_on=False),
+        _m(mix="stack-back", mix_on=False),
+    ],
     "rope-inv-freq-exponent": [_m(exponent="i/d"), _m(exponent="2i/(d/2)")],
     "rope-rotation-direction": _m(direction=-1),
     "rope-positions-ignored": _m(ignore_positions=True),
@@ -96,26 +112,75 @@ def _params(d: int = D) -> dict[str, Any]:
 def probes() -> list[Probe]:
     start = torch.arange(3, 3 + L)
     rows = torch.tensor([[0, 1, 2, 3, 4], [9, 4, 7, 12, 6]])
-    onehot = torch.eye(D, dtype=torch.float64).view(1, 1, D, D).clone()  # token j carries feature j only
+    onehot = (
+        torch.eye(D, dtype=torch.float64).view(1, 1, D, D).clone()
+    )  # token j carries feature j only
     return [
-        Probe("half layout, positions 3..7", ENTRY, (randn(B, H, L, D, seed=501), start), params=_params(),
-              repeat=True, name_zh="half 布局，位置 3..7"),
-        Probe("interleaved layout, positions 3..7", ENTRY, (randn(B, H, L, D, seed=501), start, 10000.0, True),
-              params=_params(), name_zh="interleaved 布局，位置 3..7"),
-        Probe("positions 0..4", ENTRY, (randn(B, H, L, D, seed=502), torch.arange(L)), params=_params(),
-              name_zh="位置 0..4"),
-        Probe("(B, L) positions", ENTRY, (randn(B, H, L, D, seed=503), rows, 10000.0, True), params=_params(),
-              name_zh="(B, L) 形状的位置"),
-        Probe("theta=100, d=16", ENTRY, (randn(B, H, L, 16, seed=504), start, 100.0), params=_params(16),
-              name_zh="theta=100，d=16"),
-        Probe("float32, positions 3..7", ENTRY, (randn(B, H, L, D, seed=505, dtype=torch.float32), start),
-              params=_params(), dtype=torch.float32, name_zh="float32，位置 3..7"),
-        Probe(PAIRING_PROBE, ENTRY, (onehot, torch.ones(D, dtype=torch.long)), params={**_params(), "L": D},
-              name_zh="配对：one-hot 特征，所有 token 都在位置 1"),
-        Probe(PAIRING_PROBE_INTERLEAVED, ENTRY, (onehot, torch.ones(D, dtype=torch.long), 10000.0, True),
-              params={**_params(), "L": D}, name_zh="配对（interleaved=True）：one-hot 特征，所有 token 都在位置 1"),
-        Probe("gradient w.r.t. x", ENTRY, (randn(B, H, L, D, seed=506), start, 10000.0, True),
-              params=_params(), grad=((0,), randn(B, H, L, D, seed=507))),
+        Probe(
+            "half layout, positions 3..7",
+            ENTRY,
+            (randn(B, H, L, D, seed=501), start),
+            params=_params(),
+            repeat=True,
+            name_zh="half 布局，位置 3..7",
+        ),
+        Probe(
+            "interleaved layout, positions 3..7",
+            ENTRY,
+            (randn(B, H, L, D, seed=501), start, 10000.0, True),
+            params=_params(),
+            name_zh="interleaved 布局，位置 3..7",
+        ),
+        Probe(
+            "positions 0..4",
+            ENTRY,
+            (randn(B, H, L, D, seed=502), torch.arange(L)),
+            params=_params(),
+            name_zh="位置 0..4",
+        ),
+        Probe(
+            "(B, L) positions",
+            ENTRY,
+            (randn(B, H, L, D, seed=503), rows, 10000.0, True),
+            params=_params(),
+            name_zh="(B, L) 形状的位置",
+        ),
+        Probe(
+            "theta=100, d=16",
+            ENTRY,
+            (randn(B, H, L, 16, seed=504), start, 100.0),
+            params=_params(16),
+            name_zh="theta=100，d=16",
+        ),
+        Probe(
+            "float32, positions 3..7",
+            ENTRY,
+            (randn(B, H, L, D, seed=505, dtype=torch.float32), start),
+            params=_params(),
+            dtype=torch.float32,
+            name_zh="float32，位置 3..7",
+        ),
+        Probe(
+            PAIRING_PROBE,
+            ENTRY,
+            (onehot, torch.ones(D, dtype=torch.long)),
+            params={**_params(), "L": D},
+            name_zh="配对：one-hot 特征，所有 token 都在位置 1",
+        ),
+        Probe(
+            PAIRING_PROBE_INTERLEAVED,
+            ENTRY,
+            (onehot, torch.ones(D, dtype=torch.long), 10000.0, True),
+            params={**_params(), "L": D},
+            name_zh="配对（interleaved=True）：one-hot 特征，所有 token 都在位置 1",
+        ),
+        Probe(
+            "gradient w.r.t. x",
+            ENTRY,
+            (randn(B, H, L, D, seed=506), start, 10000.0, True),
+            params=_params(),
+            grad=((0,), randn(B, H, L, D, seed=507)),
+        ),
     ]
 
 
@@ -132,13 +197,17 @@ def pairing(out: Any) -> list[int | None] | None:
     return partners
 
 
-def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: Any) -> dict[str, Any]:
+def finding_data(
+    mid: str, probes: list[Probe], observed: list[Any], subject: Any
+) -> dict[str, Any]:
     """For a layout mistake: which feature rotates with which, the contract's beside what the
     candidate's output shows, for the first layout (half, then interleaved) where they differ."""
     if mid != "rope-wrong-layout":
         return {}
-    layouts = {PAIRING_PROBE: ("half", [(j + D // 2) % D for j in range(D)]),
-               PAIRING_PROBE_INTERLEAVED: ("interleaved", [j ^ 1 for j in range(D)])}
+    layouts = {
+        PAIRING_PROBE: ("half", [(j + D // 2) % D for j in range(D)]),
+        PAIRING_PROBE_INTERLEAVED: ("interleaved", [j ^ 1 for j in range(D)]),
+    }
     for p, o in zip(probes, observed, strict=False):
         if p.name not in layouts or not o.ok:
             continue
@@ -147,14 +216,22 @@ def finding_data(mid: str, probes: list[Probe], observed: list[Any], subject: An
         if got is None or got == want:
             continue
         flag = layout == "interleaved"
-        return {"pictures": [{
-            "caption": {"en": f"Which feature rotates with which (d = {D}, interleaved={flag})",
-                        "zh": f"哪个特征和哪个特征一起旋转（d = {D}，interleaved={flag}）"},
-            "columns": [{"en": "feature", "zh": "特征"},
+        return {
+            "pictures": [
+                {
+                    "caption": {
+                        "en": f"Which feature rotates with which (d = {D}, interleaved={flag})",
+                        "zh": f"哪个特征和哪个特征一起旋转（d = {D}，interleaved={flag}）",
+                    },
+                    "columns": [
+                        {"en": "feature", "zh": "特征"},
                         {"en": f"partner (contract: {layout})", "zh": f"搭档（约定：{layout}）"},
-                        {"en": "partner (yours)", "zh": "搭档（你的）"}],
-            "rows": [[j, want[j], "?" if got[j] is None else got[j]] for j in range(D)],
-            "marked": [j for j in range(D) if got[j] != want[j]],
-            "differs": [[j, 2] for j in range(D) if got[j] != want[j]],
-        }]}
+                        {"en": "partner (yours)", "zh": "搭档（你的）"},
+                    ],
+                    "rows": [[j, want[j], "?" if got[j] is None else got[j]] for j in range(D)],
+                    "marked": [j for j in range(D) if got[j] != want[j]],
+                    "differs": [[j, 2] for j in range(D) if got[j] != want[j]],
+                }
+            ]
+        }
     return {}

@@ -34,8 +34,13 @@ def _textbook_softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     return weights / weights.sum(axis=axis, keepdims=True)
 
 
-def _naive_softmax(scores: np.ndarray, guarded: bool, keep: np.ndarray | None = None, how: str = "",
-                   shift: str = "none") -> np.ndarray:
+def _naive_softmax(
+    scores: np.ndarray,
+    guarded: bool,
+    keep: np.ndarray | None = None,
+    how: str = "",
+    shift: str = "none",
+) -> np.ndarray:
     """No per-row max subtraction: overflows on large logits; shift "global" subtracts the
     whole array's max instead (rows far below it underflow)."""
     if shift == "global" and np.isfinite(scores).any():
@@ -48,8 +53,12 @@ def _naive_softmax(scores: np.ndarray, guarded: bool, keep: np.ndarray | None = 
 
 
 def attention(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None,
-    scale: float | None = None, *,
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: np.ndarray | None = None,
+    scale: float | None = None,
+    *,
     default_scale: Callable[[int], float] = lambda d: 1.0 / math.sqrt(d),
     honour_scale: bool = True,
     transpose: str = "last2",  # "T", "np.transpose": the 2-D spellings
@@ -67,10 +76,15 @@ def attention(
     with np.errstate(all="ignore"):
         d = q.shape[-1]
         s = default_scale(d) if scale is None or not honour_scale else scale
-        kt = {"last2": lambda: np.swapaxes(k, -1, -2), "T": lambda: k.T,
-              "np.transpose": lambda: np.transpose(k)}[transpose]()
+        kt = {
+            "last2": lambda: np.swapaxes(k, -1, -2),
+            "T": lambda: k.T,
+            "np.transpose": lambda: np.transpose(k),
+        }[transpose]()
         scores = (q @ kt) * s
-        fill = {"min": np.finfo(scores.dtype).min, "min32": np.finfo(np.float32).min}.get(fill, fill)  # type: ignore[call-overload]
+        fill = {"min": np.finfo(scores.dtype).min, "min32": np.finfo(np.float32).min}.get(
+            fill, fill
+        )  # type: ignore[call-overload]
         if mask is not None:
             if mask_mode == "fill":
                 scores = np.where(mask, scores, fill)
@@ -89,8 +103,13 @@ def attention(
             weights = _textbook_softmax(scores, axis)
         else:
             keep = mask if mask is not None and mask_mode in ("exp-mul", "exp-where") else None
-            weights = _naive_softmax(scores, guarded=softmax == "naive-guarded" and not unguarded, keep=keep,
-                                     how=mask_mode, shift=shift)
+            weights = _naive_softmax(
+                scores,
+                guarded=softmax == "naive-guarded" and not unguarded,
+                keep=keep,
+                how=mask_mode,
+                shift=shift,
+            )
         weights = weights.astype(out_dtype, copy=False)
         if mask is not None and mask_mode == "after":
             weights = weights * mask
@@ -106,15 +125,27 @@ def _m(**knobs: object) -> Callable[..., np.ndarray]:
 
 
 MUTANTS = {
-    "missing-scale": [_m(default_scale=lambda d: 1.0, honour_scale=False), _m(default_scale=lambda d: 1.0)],
-    "scale-not-sqrt": [_m(default_scale=lambda d: 1.0 / d), _m(default_scale=lambda d: 1.0 / d, honour_scale=False)],
-    "scale-inverted": [_m(default_scale=lambda d: math.sqrt(d)),
-                       _m(default_scale=lambda d: math.sqrt(d), honour_scale=False)],
+    "missing-scale": [
+        _m(default_scale=lambda d: 1.0, honour_scale=False),
+        _m(default_scale=lambda d: 1.0),
+    ],
+    "scale-not-sqrt": [
+        _m(default_scale=lambda d: 1.0 / d),
+        _m(default_scale=lambda d: 1.0 / d, honour_scale=False),
+    ],
+    "scale-inverted": [
+        _m(default_scale=lambda d: math.sqrt(d)),
+        _m(default_scale=lambda d: math.sqrt(d), honour_scale=False),
+    ],
     "scale-argument-ignored": _m(honour_scale=False),
-    "softmax-wrong-dim": [_m(axis=axis, softmax=kind) for axis in (-2, 1, 0) for kind in ("textbook", "safe")],
+    "softmax-wrong-dim": [
+        _m(axis=axis, softmax=kind) for axis in (-2, 1, 0) for kind in ("textbook", "safe")
+    ],
     # Guarded spellings only: an unguarded exp / sum is `fully-masked-row-nan` as well.
-    "unstable-softmax": [*(_m(softmax="naive-guarded", mask_mode=mode) for mode in ("fill", "exp-mul", "exp-where")),
-                         _m(softmax="naive-guarded", shift="global")],
+    "unstable-softmax": [
+        *(_m(softmax="naive-guarded", mask_mode=mode) for mode in ("fill", "exp-mul", "exp-where")),
+        _m(softmax="naive-guarded", shift="global"),
+    ],
     "mask-polarity-flipped": [_m(mask_mode="flipped"), _m(mask_mode="flipped", softmax="textbook")],
     "mask-ignored": _m(mask_mode="ignored"),
     "mask-added-as-float": [_m(mask_mode="added"), _m(mask_mode="added", softmax="textbook")],
@@ -122,8 +153,12 @@ MUTANTS = {
     "fully-masked-row-nan": [_m(softmax="textbook"), _m(unguarded=True)],
     "fully-masked-row-uniform": [_m(**knobs) for knobs in uniform_family("softmax", "textbook")],
     "transpose-2d-on-batched": [_m(transpose="T"), _m(transpose="np.transpose")],
-    "returns-attention-weights": [_m(returns="weights"), _m(returns="weights", softmax="textbook"),
-                                  _m(returns="both"), _m(returns="both", softmax="textbook")],
+    "returns-attention-weights": [
+        _m(returns="weights"),
+        _m(returns="weights", softmax="textbook"),
+        _m(returns="both"),
+        _m(returns="both", softmax="textbook"),
+    ],
 }
 
 

@@ -34,10 +34,22 @@ def _shape1_scale(q: torch.Tensor) -> float:
 
 
 def attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, top_k: int, mask: torch.Tensor | None = None,
-    scale: float | None = None, *, default_scale: Callable[[torch.Tensor], float] = _sdpa_scale,
-    honour_scale: bool = True, select: str = "masked", dim: int = -1, k_shift: int = 0,
-    renormalize: bool = True, softmax: str = "safe", smallest: str | None = None, unguarded: bool = False,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    top_k: int,
+    mask: torch.Tensor | None = None,
+    scale: float | None = None,
+    *,
+    default_scale: Callable[[torch.Tensor], float] = _sdpa_scale,
+    honour_scale: bool = True,
+    select: str = "masked",
+    dim: int = -1,
+    k_shift: int = 0,
+    renormalize: bool = True,
+    softmax: str = "safe",
+    smallest: str | None = None,
+    unguarded: bool = False,
 ) -> torch.Tensor:
     """Top-k attention with knobs. select: "masked" (top-k of the masked scores), "raw"
     (top-k of the unmasked scores, masked afterwards: topk-before-mask) or "raw-values"
@@ -94,9 +106,15 @@ MUTANTS = {
     "topk-keeps-masked": _m(select="raw-values"),
     "topk-off-by-one": [_m(k_shift=1), _m(k_shift=-1)],
     "topk-keeps-smallest": [_m(smallest="allowed"), _m(smallest="masked")],
-    "scale-by-d-model": [_m(default_scale=f, honour_scale=h) for f in (_d_model_scale, _shape1_scale)
-                         for h in (True, False)],
-    "missing-scale": [_m(default_scale=lambda q: 1.0), _m(default_scale=lambda q: 1.0, honour_scale=False)],
+    "scale-by-d-model": [
+        _m(default_scale=f, honour_scale=h)
+        for f in (_d_model_scale, _shape1_scale)
+        for h in (True, False)
+    ],
+    "missing-scale": [
+        _m(default_scale=lambda q: 1.0),
+        _m(default_scale=lambda q: 1.0, honour_scale=False),
+    ],
     "fully-masked-row-nan": [_m(softmax="torch"), _m(unguarded=True)],
     "unstable-softmax": _m(softmax="naive"),
 }
@@ -105,9 +123,14 @@ B, H, L, S, d, dv = 2, 3, 5, 9, 8, 6
 SIZES = {"B": B, "H": H, "L": L, "S": S, "d": d, "dv": dv, "D": H * d}
 
 
-def _qkv(seed: int, lead: tuple[int, ...] = (B, H), scale: float = 1.0, dv_: int = dv) -> tuple[torch.Tensor, ...]:
-    return (randn(*lead, L, d, seed=seed, scale=scale), randn(*lead, S, d, seed=seed + 1, scale=scale),
-            randn(*lead, S, dv_, seed=seed + 2))
+def _qkv(
+    seed: int, lead: tuple[int, ...] = (B, H), scale: float = 1.0, dv_: int = dv
+) -> tuple[torch.Tensor, ...]:
+    return (
+        randn(*lead, L, d, seed=seed, scale=scale),
+        randn(*lead, S, d, seed=seed + 1, scale=scale),
+        randn(*lead, S, dv_, seed=seed + 2),
+    )
 
 
 def short_rows(seed: int) -> torch.Tensor:
@@ -115,7 +138,7 @@ def short_rows(seed: int) -> torch.Tensor:
     m = strict_mask(B, 1, L, S, seed=seed, p=0.7)
     for row, n in enumerate((1, 2, 3)):
         m[..., row, :] = False
-        m[..., row, 2 * row: 2 * row + n] = True
+        m[..., row, 2 * row : 2 * row + n] = True
     return m
 
 
@@ -133,26 +156,78 @@ def probes() -> list[Probe]:
     grid_q, grid_k, _ = _qkv(420)
     grid_v = torch.eye(S, dtype=torch.float64).expand(B, H, S, S).clone()
     return [
-        Probe("no mask, top_k=3", ENTRY, (*_qkv(401), 3), params={**SIZES, "top_k": 3}, repeat=True,
-              name_zh="无 mask，top_k=3"),
-        Probe("3-D inputs (B, L, d), top_k=4", ENTRY, (*_qkv(402, lead=(4,)), 4), params={**SIZES, "top_k": 4},
-              name_zh="三维输入 (B, L, d)，top_k=4"),
-        Probe("rows allowing 1, 2, 3 keys, top_k=3", ENTRY, (*_qkv(403), 3), {"mask": short_rows(403)},
-              params={**SIZES, "top_k": 3}, name_zh="只允许 1、2、3 个键的行，top_k=3"),
-        Probe("each query's two best keys masked, top_k=2", ENTRY, (hidden_q, hidden_k, hidden_v, 2),
-              {"mask": best_key_masked(hidden_q, hidden_k)}, params={**SIZES, "top_k": 2},
-              name_zh="每个查询分数最高的两个键被遮掩，top_k=2"),
-        Probe("fully masked rows, top_k=3", ENTRY, (*_qkv(405), 3),
-              {"mask": with_empty_rows(short_rows(406), [(0, 0, 4), (1, 0, 3)])}, params={**SIZES, "top_k": 3},
-              name_zh="整行被遮掩，top_k=3"),
-        Probe("large logits (~1e4), top_k=3", ENTRY, (*_qkv(407, scale=60.0), 3), {"mask": short_rows(408)},
-              params={**SIZES, "top_k": 3}, name_zh="大 logits（约 1e4），top_k=3"),
-        Probe("explicit scale=0.3, top_k=4", ENTRY, (*_qkv(409), 4), {"scale": 0.3},
-              params={**SIZES, "top_k": 4, "scale": 0.3}, name_zh="显式 scale=0.3，top_k=4"),
-        Probe("top_k=20 > S", ENTRY, (*_qkv(411), 20), {"mask": short_rows(412)}, params={**SIZES, "top_k": 20},
-              name_zh="top_k=20 > S"),
-        Probe("kept-keys grid, top_k=3 (V = I)", ENTRY, (grid_q, grid_k, grid_v, 3), {"mask": short_rows(421)},
-              params={**SIZES, "top_k": 3, "dv": S}, grid="weights", name_zh="保留键网格，top_k=3（V = I）"),
+        Probe(
+            "no mask, top_k=3",
+            ENTRY,
+            (*_qkv(401), 3),
+            params={**SIZES, "top_k": 3},
+            repeat=True,
+            name_zh="无 mask，top_k=3",
+        ),
+        Probe(
+            "3-D inputs (B, L, d), top_k=4",
+            ENTRY,
+            (*_qkv(402, lead=(4,)), 4),
+            params={**SIZES, "top_k": 4},
+            name_zh="三维输入 (B, L, d)，top_k=4",
+        ),
+        Probe(
+            "rows allowing 1, 2, 3 keys, top_k=3",
+            ENTRY,
+            (*_qkv(403), 3),
+            {"mask": short_rows(403)},
+            params={**SIZES, "top_k": 3},
+            name_zh="只允许 1、2、3 个键的行，top_k=3",
+        ),
+        Probe(
+            "each query's two best keys masked, top_k=2",
+            ENTRY,
+            (hidden_q, hidden_k, hidden_v, 2),
+            {"mask": best_key_masked(hidden_q, hidden_k)},
+            params={**SIZES, "top_k": 2},
+            name_zh="每个查询分数最高的两个键被遮掩，top_k=2",
+        ),
+        Probe(
+            "fully masked rows, top_k=3",
+            ENTRY,
+            (*_qkv(405), 3),
+            {"mask": with_empty_rows(short_rows(406), [(0, 0, 4), (1, 0, 3)])},
+            params={**SIZES, "top_k": 3},
+            name_zh="整行被遮掩，top_k=3",
+        ),
+        Probe(
+            "large logits (~1e4), top_k=3",
+            ENTRY,
+            (*_qkv(407, scale=60.0), 3),
+            {"mask": short_rows(408)},
+            params={**SIZES, "top_k": 3},
+            name_zh="大 logits（约 1e4），top_k=3",
+        ),
+        Probe(
+            "explicit scale=0.3, top_k=4",
+            ENTRY,
+            (*_qkv(409), 4),
+            {"scale": 0.3},
+            params={**SIZES, "top_k": 4, "scale": 0.3},
+            name_zh="显式 scale=0.3，top_k=4",
+        ),
+        Probe(
+            "top_k=20 > S",
+            ENTRY,
+            (*_qkv(411), 20),
+            {"mask": short_rows(412)},
+            params={**SIZES, "top_k": 20},
+            name_zh="top_k=20 > S",
+        ),
+        Probe(
+            "kept-keys grid, top_k=3 (V = I)",
+            ENTRY,
+            (grid_q, grid_k, grid_v, 3),
+            {"mask": short_rows(421)},
+            params={**SIZES, "top_k": 3, "dv": S},
+            grid="weights",
+            name_zh="保留键网格，top_k=3（V = I）",
+        ),
     ]
 
 

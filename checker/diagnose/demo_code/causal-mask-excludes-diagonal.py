@@ -1,4 +1,5 @@
 import torch
+
 L = S = 4
 print("tril(diagonal=0): a token sees itself")
 print(torch.ones(L, S, dtype=torch.bool).tril(0).int())

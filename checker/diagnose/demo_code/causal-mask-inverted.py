@@ -1,4 +1,5 @@
 import torch
+
 L = S = 4
 print("allowed = tril (j <= p):")
 print(torch.ones(L, S, dtype=torch.bool).tril().int())

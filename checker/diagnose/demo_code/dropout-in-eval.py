@@ -1,5 +1,6 @@
 import torch
 import torch.nn.functional as F
+
 torch.manual_seed(0)
 x = torch.ones(1, 6)
 drop = torch.nn.Dropout(0.5).eval()

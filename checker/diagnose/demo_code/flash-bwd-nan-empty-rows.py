@@ -1,5 +1,6 @@
 import torch
-s = torch.full((3,), float("-inf"))                 # a query with no allowed key
+
+s = torch.full((3,), float("-inf"))  # a query with no allowed key
 lse = torch.logsumexp(s, 0)
 print("lse =", lse.item(), "  exp(s - lse) =", torch.exp(s - lse).tolist())
 safe = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))

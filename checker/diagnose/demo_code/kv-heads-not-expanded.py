@@ -1,4 +1,5 @@
 import torch
+
 q, k = torch.zeros(1, 8, 4, 16), torch.zeros(1, 2, 4, 16)
 try:
     q @ k.transpose(-2, -1)

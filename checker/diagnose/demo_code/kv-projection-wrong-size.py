@@ -1,4 +1,5 @@
 import torch
+
 D, H, Hkv = 64, 8, 2
 d = D // H
 print("q_proj:", tuple(torch.nn.Linear(D, H * d).weight.shape))

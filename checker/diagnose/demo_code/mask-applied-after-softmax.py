@@ -1,4 +1,5 @@
 import torch
+
 scores = torch.tensor([[2.0, 1.0, 0.5, 0.1]])
 mask = torch.tensor([[True, True, False, False]])
 after = torch.softmax(scores, -1) * mask

@@ -1,5 +1,6 @@
 import torch
-out = torch.zeros(2, 4, 3, 8).transpose(1, 2)         # (B, L, H, d), not contiguous
+
+out = torch.zeros(2, 4, 3, 8).transpose(1, 2)  # (B, L, H, d), not contiguous
 try:
     out.view(2, 3, 32)
 except RuntimeError as exc:

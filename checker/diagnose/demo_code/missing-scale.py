@@ -1,4 +1,5 @@
 import math, torch
+
 torch.manual_seed(0)
 d = 256
 q, k = torch.randn(1, d), torch.randn(6, d)

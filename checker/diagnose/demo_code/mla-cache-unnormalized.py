@@ -1,7 +1,8 @@
 import torch
+
 norm = torch.nn.RMSNorm(4, eps=1e-6)
 with torch.no_grad():
-    norm.weight.copy_(torch.tensor([0.5, 1.0, 1.5, 2.0]))   # a trained norm weight
+    norm.weight.copy_(torch.tensor([0.5, 1.0, 1.5, 2.0]))  # a trained norm weight
 c_kv = torch.tensor([8.0, -1.5, -11.0, 3.0])
 show = lambda t: [round(float(x), 2) for x in t]
 with torch.no_grad():

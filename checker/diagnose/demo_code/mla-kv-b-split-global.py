@@ -1,4 +1,5 @@
 import torch
+
 H, nope, v = 2, 2, 1
 # per head: [k k v]; labels: 10 * head + (0 = key, 5 = value)
 kv = torch.tensor([0, 0, 5, 10, 10, 15])

@@ -1,6 +1,7 @@
 import warnings
 import numpy as np
-scores = np.array([[-np.inf, -np.inf]])       # a fully masked row
+
+scores = np.array([[-np.inf, -np.inf]])  # a fully masked row
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     e = np.exp(scores - scores.max(-1, keepdims=True))

@@ -1,5 +1,7 @@
 import torch
-s = torch.tensor([1.0, 2.0, 5.0, 6.0]); v = torch.tensor([10.0, 20.0, 30.0, 40.0])
+
+s = torch.tensor([1.0, 2.0, 5.0, 6.0])
+v = torch.tensor([10.0, 20.0, 30.0, 40.0])
 print("softmax(s) @ v             ", round((torch.softmax(s, 0) @ v).item(), 4))
 for rescale in (True, False):
     m, l, acc = float("-inf"), 0.0, 0.0

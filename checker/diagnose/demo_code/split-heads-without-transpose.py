@@ -1,4 +1,5 @@
 import torch
+
 B, L, H, d = 1, 3, 2, 2
 # feature value = 10 * token + feature index, so each number says where it came from
 x = torch.arange(L)[:, None] * 10 + torch.arange(H * d)[None, :]

@@ -1,4 +1,5 @@
 import torch
+
 scores = torch.tensor([[1000.0, 999.0, 0.0]])
 e = torch.exp(scores)
 print("exp(scores)                 ", e)

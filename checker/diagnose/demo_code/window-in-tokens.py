@@ -1,4 +1,5 @@
 import torch
+
 L, block, window = 8, 2, 1
 t = torch.arange(L)
 blocks = ((t[:, None] // block) - (t[None, :] // block)).abs() <= window

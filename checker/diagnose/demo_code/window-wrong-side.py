@@ -1,4 +1,5 @@
 import torch
+
 L = S = 5
 p, j = torch.arange(L)[:, None], torch.arange(S)[None, :]
 print("window (2, 0): the 3 most recent keys")

@@ -13,11 +13,25 @@ def rotate_half(x):
 
 
 class MultiHeadLatentAttention(nn.Module):
-    def __init__(self, d_model, n_heads, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
-                 v_head_dim, q_lora_rank=None, rope_theta=10000.0):
+    def __init__(
+        self,
+        d_model,
+        n_heads,
+        kv_lora_rank,
+        qk_nope_head_dim,
+        qk_rope_head_dim,
+        v_head_dim,
+        q_lora_rank=None,
+        rope_theta=10000.0,
+    ):
         super().__init__()
-        self.h, self.r, self.nope, self.rope, self.dv = (n_heads, kv_lora_rank, qk_nope_head_dim,
-                                                         qk_rope_head_dim, v_head_dim)
+        self.h, self.r, self.nope, self.rope, self.dv = (
+            n_heads,
+            kv_lora_rank,
+            qk_nope_head_dim,
+            qk_rope_head_dim,
+            v_head_dim,
+        )
         self.theta = rope_theta
         qk = qk_nope_head_dim + qk_rope_head_dim
         if q_lora_rank is None:
@@ -28,12 +42,18 @@ class MultiHeadLatentAttention(nn.Module):
             self.q_b_proj = nn.Linear(q_lora_rank, n_heads * qk, bias=False)
         self.kv_a_proj = nn.Linear(d_model, kv_lora_rank + qk_rope_head_dim, bias=False)
         self.kv_a_norm = nn.RMSNorm(kv_lora_rank, eps=1e-6)
-        self.kv_b_proj = nn.Linear(kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False)
+        self.kv_b_proj = nn.Linear(
+            kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False
+        )
         self.o_proj = nn.Linear(n_heads * v_head_dim, d_model, bias=False)
 
     def forward(self, x, attn_mask=None, is_causal=False):
         B, L, _ = x.shape
-        q = self.q_proj(x) if hasattr(self, "q_proj") else self.q_b_proj(self.q_a_norm(self.q_a_proj(x)))
+        q = (
+            self.q_proj(x)
+            if hasattr(self, "q_proj")
+            else self.q_b_proj(self.q_a_norm(self.q_a_proj(x)))
+        )
         q = q.view(B, L, self.h, self.nope + self.rope).transpose(1, 2)
         q_nope, q_rope = q.split([self.nope, self.rope], dim=-1)
         c_kv, k_rope = self.kv_a_proj(x).split([self.r, self.rope], dim=-1)

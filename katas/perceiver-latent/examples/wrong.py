@@ -22,7 +22,7 @@ class PerceiverLatentAttention(nn.Module):
         q = self.q_proj(self.latents).view(self.n, self.h, d).transpose(0, 1)
         k = self.k_proj(x).view(B, S, self.h, d).transpose(1, 2)
         v = self.v_proj(x).view(B, S, self.h, d).transpose(1, 2)
-        scores = q @ k.transpose(-2, -1) / d ** 0.5
+        scores = q @ k.transpose(-2, -1) / d**0.5
         if key_padding_mask is not None:
             scores = scores.masked_fill(key_padding_mask[:, None, None, :] == 0, -1e9)
         y = torch.softmax(scores, dim=-1) @ v
