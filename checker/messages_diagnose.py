@@ -103,6 +103,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "kata show {kata}: {section} · kata explain {id}",
         "kata show {kata}：{section} · kata explain {id}",
     ),
+    "diag.probe_sizes": (
+        " (These numbers are the diagnosis' own smaller input, '{probe}': {sizes}; the failing tests "
+        "use their own sizes.)",
+        "（以上数字来自诊断用的较小输入“{probe}”：{sizes}；未通过的测试用的是它们自己的尺寸。）",
+    ),
     "diag.paren": (" ({text})", "（{text}）"),
     "diag.failed": (
         "the diagnosis itself failed ({type}: {detail}); please report it",

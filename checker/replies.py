@@ -204,6 +204,7 @@ def _trace(value: Any) -> dict[str, Any]:
                 for k in ("dtype", "op")
                 if k in largest
             },
+            **({"line": _int(largest["line"], "trace.largest.line")} if "line" in largest else {}),
         },
         "inplace_on_inputs": [
             {

@@ -848,12 +848,20 @@ class Engine:
                 f.source = locate(f.id, self.src, variant=_variant(f.id, params))
             f.source = _merge_refs(f.source, self.src)
             severity = f.severity or (m.severity if f.strength >= 2 else "actionable")
+            explanation = m.render("explanation", self.lang, params)
+            quoted = [
+                k for k in _SIZE_NAMES if k in m.params and k in (f.probe.params if f.probe else {})
+            ]
+            if quoted and f.probe is not None:
+                # The numbers are the diagnosis probe's, not the failing tests' (whose sizes differ).
+                sizes = ", ".join(f"{k} = {f.probe.params[k]}" for k in quoted)
+                explanation += self.say("diag.probe_sizes", probe=self.pname(f.probe), sizes=sizes)
             out.append(
                 Diagnostic(
                     id=f.id,
                     severity=severity,
                     title=m.render("title", self.lang, params),
-                    explanation=m.render("explanation", self.lang, params),
+                    explanation=explanation,
                     fix=m.render("fix", self.lang, params),
                     evidence=f.evidence[:4],
                     source=f.source[:3],
@@ -1107,7 +1115,12 @@ def _budget(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
                 "op": largest.get("op"),
             },
             probe=p,
-            source=_op_lines(str(largest.get("op", "")), e.src),
+            # The line that allocated it when the child saw one (else the likeliest by its op).
+            source=(
+                [SourceRef(largest["line"], text=_line(e.src, largest["line"]))]
+                if largest.get("line")
+                else _op_lines(str(largest.get("op", "")), e.src)
+            ),
         )
     return False
 
@@ -1123,6 +1136,10 @@ TRACE_RULES: tuple[TraceRule, ...] = (
     _repeat,
     _budget,
 )
+
+
+# Sizes a catalogue text may quote from a probe (the explanation then says whose they are).
+_SIZE_NAMES = ("B", "L", "S", "D", "d", "H", "Hkv", "W", "dv", "r", "P", "g", "block")
 
 
 def _variant(mid: str, params: dict[str, Any]) -> str | None:

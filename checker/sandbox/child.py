@@ -53,7 +53,8 @@ _CANDIDATE_MODULE = "candidate_solution"
 class _TraceState:
     """What one call did, accumulated by the two modes below."""
 
-    def __init__(self, input_storages: dict[int, str]) -> None:
+    def __init__(self, input_storages: dict[int, str], source_file: str = "") -> None:
+        self.source_file = source_file  # the candidate's: where an allocation is pointed at
         self.ops: Counter[str] = Counter()
         self.banned: list[str] = []
         self.largest: dict[str, Any] = {"elements": 0}
@@ -138,8 +139,20 @@ class _DispatchRecorder(TorchDispatchMode):
                         "shape": list(t.shape),
                         "dtype": _dtype_name(t.dtype),
                         "op": name,
+                        **_candidate_line(st.source_file),
                     }
         return out
+
+
+def _candidate_line(source_file: str) -> dict[str, int]:
+    """{"line": n}: the line of the candidate's file running now (the one that allocated the
+    tensor being recorded), for the diagnosis to point at; {} when none is on the stack."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename == source_file:
+            return {"line": frame.f_lineno}
+        frame = frame.f_back
+    return {}
 
 
 @functools.cache
@@ -415,7 +428,7 @@ class Server:
             for t in tree_flatten(v)[0]
             if isinstance(t, torch.Tensor)
         }
-        state = _TraceState(inputs)
+        state = _TraceState(inputs, str(self.path))
         grads = None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

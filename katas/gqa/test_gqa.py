@@ -43,7 +43,14 @@ from attnkata.reference import mqa as ref_mqa
 CLS = "GroupedQueryAttention"
 B, L, H, HKV, HD = 4, 7, 6, 2, 5
 D = H * HD
-SIZES = f"B={B}, L={L}, D={D}, H={H}, Hkv={HKV}, head dim={HD}"
+
+
+def sizes(hkv: int = HKV) -> str:
+    """The sizes a message quotes, with the Hkv of that very test."""
+    return f"B={B}, L={L}, D={D}, H={H}, Hkv={hkv}, head dim={HD}"
+
+
+SIZES = sizes()
 
 
 def reference(
@@ -139,9 +146,7 @@ def test_equals_mha_when_kv_heads_equal_heads(solution):
     x = randn(B, L, D, seed=40)
     mask = random_mask(B, 1, L, L, seed=41)
     r = seeded_(ref_mha.MultiHeadAttention(D, H), 42)
-    case = (
-        f"{CLS}({D}, {H}, n_kv_heads={H}) with MultiHeadAttention's weights must equal it, {SIZES}"
-    )
+    case = f"{CLS}({D}, {H}, n_kv_heads={H}) with MultiHeadAttention's weights must equal it, {sizes(H)}"
     module, mapping = build_module(solution, CLS, r, (D, H, H), dtype=torch.float64, case=case)
     check_module_call(
         module,
@@ -158,9 +163,7 @@ def test_equals_mqa_with_one_kv_head(solution):
     x = randn(B, L, D, seed=43)
     mask = random_mask(B, 1, 1, L, seed=44)
     r = seeded_(ref_mqa.MultiQueryAttention(D, H), 45)
-    case = (
-        f"{CLS}({D}, {H}, n_kv_heads=1) with MultiQueryAttention's weights must equal it, {SIZES}"
-    )
+    case = f"{CLS}({D}, {H}, n_kv_heads=1) with MultiQueryAttention's weights must equal it, {sizes(1)}"
     module, mapping = build_module(solution, CLS, r, (D, H, 1), dtype=torch.float64, case=case)
     check_module_call(
         module,
