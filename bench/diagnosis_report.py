@@ -257,7 +257,7 @@ def grade_first(kata, path: Path, label: dict[str, Any]) -> dict[str, Any]:  # n
     else:
         result = check(kata, path)
         diags = result.diagnostics
-    return firsts.judge(label, result.passed, _essential(diags))
+    return firsts.judge(label, result.passed, _essential(diags), [d.id for d in diags])
 
 
 def report_firsts(kata, split: str, verbose: bool) -> dict:  # noqa: ANN001

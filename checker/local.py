@@ -89,7 +89,7 @@ def _run(
     in-place changes to the arguments reported; exceptions become CandidateRaised."""
     args_l, kwargs_l = list(clone_tree(args)), clone_tree(kwargs)
     pristine = clone_tree((args_l, kwargs_l))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -115,7 +115,13 @@ def _run(
             if not unchanged(b, a)
         ]
     )
-    return Outcome(value=value, grads=grads, mutated=mutated, seconds=time.perf_counter() - t0)
+    return Outcome(
+        value=value,
+        grads=grads,
+        mutated=mutated,
+        seconds=time.perf_counter() - t0,
+        cpu=time.process_time() - c0,
+    )
 
 
 class LocalModule(RemoteModule):

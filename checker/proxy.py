@@ -131,6 +131,7 @@ class Outcome:
     trace: dict[str, Any] = field(default_factory=dict)
     mutated: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    cpu: float = 0.0  # the child's own CPU seconds for the call: a budget, never a verdict
 
 
 @dataclass
@@ -685,6 +686,7 @@ class Candidate:
             trace=trace,
             mutated=_mutated(req, reply.get("inputs_after")),
             seconds=reply.get("seconds", 0.0),
+            cpu=reply.get("cpu", 0.0),
         )
 
 

@@ -89,6 +89,7 @@ class CallReply(TypedDict):
     trace: dict[str, Any]
     inputs_after: Any
     seconds: float
+    cpu: float
 
 
 Reply = ErrorReply | LoadReply | NewReply | CallReply | dict[str, Any]
@@ -266,5 +267,6 @@ def clean(reply: Any, op: str) -> Reply:
             "trace": _trace(reply.get("trace", {})),
             "inputs_after": reply.get("inputs_after"),
             "seconds": _number(reply.get("seconds", 0.0), "seconds"),
+            "cpu": max(0.0, _number(reply.get("cpu", 0.0), "cpu")),
         }
     return {"ok": True}

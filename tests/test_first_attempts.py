@@ -58,7 +58,9 @@ def graded(split: str) -> tuple[dict[str, Any], ...]:
             else:
                 result = check(kata, path, maxfail=1, keep_session=True)
                 passed, diags = result.passed, result.diagnostics
-            row = firsts.judge(label, passed, [d.id for d in diags if d.is_error])
+            row = firsts.judge(
+                label, passed, [d.id for d in diags if d.is_error], [d.id for d in diags]
+            )
             row["file"] = f"{kata_id}/{label['name']}"
             rows.append(row)
     return tuple(rows)

@@ -269,9 +269,14 @@ def match(
     for c in compared:
         spellings.setdefault(c.mid, []).append((c.sig, mutants[c.mid][c.variant]))
     for mid, items in spellings.items():
-        # Only for mistakes that change values: a changed shape or an error moves every element.
-        reshapes = any(sig[i][sizes[i]] for sig, _ in items for i in range(len(probes)))
-        if mid not in exact and len(items) >= 2 and not reshapes:
+        # Only the spellings that change values: a changed shape or an error moves every
+        # element, so what it shares with the others says nothing (lse-wrong's keepdim).
+        items = [
+            (sig, outs)
+            for sig, outs in items
+            if not any(sig[i][sizes[i]] for i in range(len(probes)))
+        ]
+        if mid not in exact and len(items) >= 2:
             region = _family_region(probes, cand, ref, sizes, dev, items)
             # One spelling reproduced exactly where it shows says more, unless the family's
             # shared behaviour explains more of the deviation.
@@ -406,5 +411,17 @@ def _shown_exact(
     ]
 
 
-def output_dtype(obs: Observed) -> str | None:
-    return _dtype_of(obs.value) if obs.ok else None
+def output_dtypes(obs: Observed) -> list[str]:
+    """The dtype of every array in the output, in order (a tuple's parts, a cache's k and v)."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, torch.Tensor | np.ndarray):
+            out.append(str(value.dtype).replace("torch.", ""))
+        elif isinstance(value, tuple | list):
+            for v in value[:64]:
+                walk(v)
+
+    if obs.ok:
+        walk(obs.value)
+    return out

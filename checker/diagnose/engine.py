@@ -25,7 +25,7 @@ from attnkata.checker import mistakes as cat
 from attnkata.checker.catalog import Kata
 from attnkata.checker.diagnose import pairs, peel, replay
 from attnkata.checker.diagnose.ast_rules import Source, banned_references, locate
-from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_dtype
+from attnkata.checker.diagnose.behaviour import FAMILY, Verdict, match, output_dtypes
 from attnkata.checker.diagnose.crashes import classify
 from attnkata.checker.diagnose.inputs import Probe, as_float32, grid_of
 from attnkata.checker.diagnose.subjects import FunctionSubject, ModuleSubject, Observed, one_thread
@@ -44,14 +44,16 @@ from attnkata.checker.proxy import (
 from attnkata.checker.weights import LAYOUT_TEXT
 
 # Diagnosis probes get a shorter leash than tests: they are small, and diagnosis must stay fast.
+# The budgets below count CPU seconds (the candidate's, or this process's), never the wall
+# clock, so that the same file gets the same diagnosis on a busy machine (CallBudget).
 PROBE_CALL_TIMEOUT = 2.0
 PROBE_TIME_BUDGET = 2.0
-# Searching pairs of mistakes runs combined variants locally; it stops after this long.
+# Searching pairs of mistakes runs combined variants locally: CPU seconds of this process.
 PAIR_TIME_BUDGET = 0.6
 # Peeling two or three mistakes off one at a time (combined variants run locally): CPU
 # seconds of this process, so that a busy machine does not cut the search short.
 PEEL_TIME_BUDGET = 1.5
-# Other forms of the probes the code cannot take (float32, dv = d...): candidate calls.
+# Other forms of the probes the code cannot take (float32, dv = d...): candidate CPU seconds.
 ALT_TIME_BUDGET = 1.5
 ALT_KEY = 1000  # peel's cache key of probe i's other form: ALT_KEY + i
 
@@ -204,6 +206,28 @@ def _alternative_observations(
     return hit
 
 
+class CallBudget:
+    """Seconds of candidate calls the diagnosis may spend, counted in the candidate's own CPU
+    seconds for calls that returned (wall seconds for one that raised or hung): a busy
+    machine slows the wall clock of every call, and a budget counted in wall seconds would
+    give the same file a shorter diagnosis there (issue: verdicts that depend on load).
+    The CPU figure is the child's own report: it may stretch a diagnosis, never a verdict,
+    and every call stays under its wall-clock limit."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.spent = seconds, 0.0
+
+    @property
+    def used_up(self) -> bool:
+        return self.spent > self.seconds
+
+    def call(self, fn: Callable[..., Observed], *args: Any) -> Observed:
+        t0 = time.perf_counter()
+        obs = fn(*args)
+        self.spent += obs.cpu if obs.ok and obs.cpu is not None else time.perf_counter() - t0
+        return obs
+
+
 # -- the engine ------------------------------------------------------------------------------
 class Engine:
     def __init__(
@@ -285,16 +309,16 @@ class Engine:
         self.candidate.limits = replace(
             saved, call_timeout=min(saved.call_timeout, PROBE_CALL_TIMEOUT), total_timeout=total
         )
-        t0 = time.perf_counter()
+        budget = CallBudget(PROBE_TIME_BUDGET)
         try:
             stop = ""
             for p in self.spec.probes:
-                if time.perf_counter() - t0 > PROBE_TIME_BUDGET:
+                if budget.used_up:
                     stop = "diagnosis time budget used up"
                 if stop:
                     self.cand_obs.append(Observed(error=("Skipped", stop)))
                     continue
-                obs = self.spec.subject.candidate_call(self.candidate, p)
+                obs = budget.call(self.spec.subject.candidate_call, self.candidate, p)
                 self.cand_obs.append(obs)
                 # A child that died or hung once will do it again: the runner reports that.
                 if isinstance(
@@ -602,15 +626,15 @@ class Engine:
         assert self.spec is not None
         out = {}
         hook = getattr(self.spec.module, "alternatives", None)
-        t0 = time.perf_counter()
+        budget = CallBudget(ALT_TIME_BUDGET)
         for i in cannot:
             c = self.cand_obs[i]
             if c.stage != "call" or not isinstance(c.failure, CandidateRaised):
                 continue  # a crash or a timeout would only repeat; weights that do not fit stay so
             for k, alt in enumerate(_alternative_forms(self.spec.probes[i], hook)):
-                if time.perf_counter() - t0 > ALT_TIME_BUDGET:
+                if budget.used_up:
                     return out
-                got = self.spec.subject.candidate_call(self.candidate, alt)
+                got = budget.call(self.spec.subject.candidate_call, self.candidate, alt)
                 if got.failure is not None and not isinstance(got.failure, CandidateRaised):
                     return out
                 if not got.ok:
@@ -1040,8 +1064,11 @@ def _return_type(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
 
 def _dtype(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
     if r is not None and r.ok:
-        want, got = output_dtype(r), output_dtype(c)
-        if want and got and want != got and e.applies("dtype-not-preserved"):
+        # Every part of the output counts: a flash kernel's lse kept in float32 for float64
+        # inputs is as much a changed dtype as its output's.
+        pairs = list(zip(output_dtypes(r), output_dtypes(c), strict=False))
+        want, got = next(((w, g) for w, g in pairs if w != g), (None, None))
+        if want and got and e.applies("dtype-not-preserved"):
             e.findings.add(
                 "dtype-not-preserved",
                 2,

@@ -22,6 +22,7 @@ rejects and false essential ids on correct files, false accepts. Aggregates, not
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,13 @@ def load(kata_id: str, split: str = "all", root: Path = FIRSTS) -> list[dict[str
     ]
 
 
-def judge(label: dict[str, Any], passed: bool, essential: list[str]) -> dict[str, Any]:
-    """One first attempt against its label; `essential`: the essential ids, in order."""
+def judge(
+    label: dict[str, Any], passed: bool, essential: list[str], named: Collection[str] = ()
+) -> dict[str, Any]:
+    """One first attempt against its label; `essential`: the essential ids, in order; `named`:
+    every id the diagnosis gave, whatever its severity. A label may list
+    `input-not-supported` among its mistakes (the file cannot take some input the contract
+    allows): it must then be named, at its own (non-essential) severity."""
     must = list(label.get("must", []))
     row: dict[str, Any] = {
         "file": label["name"],
@@ -62,12 +68,16 @@ def judge(label: dict[str, Any], passed: bool, essential: list[str]) -> dict[str
         row.update(false_reject=not passed, false_essential=bool(essential))
         return row
     first = next((i for i in essential if i not in NOT_A_VERDICT), None)
+    mistakes = [m for m in must if m not in NOT_A_VERDICT]
+    notes = [m for m in must if m in NOT_A_VERDICT]
     row.update(
         false_accept=passed,
-        catalogued=bool(must),
+        catalogued=bool(mistakes),
         first=first,
-        top1=bool(must) and first in must,
-        covered=bool(must) and all(m in essential for m in must),
+        top1=bool(mistakes) and first in mistakes,
+        covered=bool(mistakes)
+        and all(m in essential for m in mistakes)
+        and all(m in essential or m in named for m in notes),
         wrong=sorted({i for i in essential if i not in must and i not in NOT_A_VERDICT}),
     )
     return row

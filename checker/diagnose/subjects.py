@@ -36,6 +36,7 @@ class Observed:
     trace: dict[str, Any] = field(default_factory=dict)
     second: Any = None  # the value of a repeated call (probe.repeat)
     seconds: float = 0.0
+    cpu: float | None = None  # the candidate's CPU seconds for a call that returned
     # Where an error came from: "call" (the entry point), "init" (building the module or
     # loading its state in the child) or "weights" (no way to map the reference's weights).
     stage: str = "call"
@@ -141,6 +142,7 @@ class FunctionSubject:
             trace=out.trace,
             second=second,
             seconds=out.seconds,
+            cpu=out.cpu,
         )
 
 
@@ -284,4 +286,5 @@ class ModuleSubject:
             trace=out.trace,
             second=second,
             seconds=out.seconds,
+            cpu=out.cpu,
         )

@@ -237,8 +237,10 @@ def probes() -> list[Probe]:
 
 
 def alternatives(probe: Probe) -> list[Probe]:
-    """For code that cannot take a random block naming the short last block, or window = 0:
-    the same layout with such random blocks moved into the whole blocks, then window = 1."""
+    """For code that cannot take a random block naming the short last block, a short last
+    block at all (L not a multiple of the block), or window = 0: the same layout with such
+    random blocks moved into the whole blocks, the sequence cut to whole blocks, then
+    window = 1."""
     if probe.budget is not None:
         return []
     at = (
@@ -260,6 +262,8 @@ def alternatives(probe: Probe) -> list[Probe]:
                 repeat=False,
             )
         )
+    if L % block and whole:
+        forms.append(_whole_blocks(probe, whole * block, block))
     w_at = at + 2 if probe.entry == MASK else at + 1
     if args[w_at] == 0:
         args[w_at] = 1
@@ -273,6 +277,29 @@ def alternatives(probe: Probe) -> list[Probe]:
             )
         )
     return forms
+
+
+def _whole_blocks(probe: Probe, L: int, block: int) -> Probe:
+    """The probe with the sequence cut to its first L tokens (whole blocks only): random
+    blocks kept for the blocks left, wrapped into them; V = I grids cut with it."""
+    args = list(probe.args)
+    rb = args[-1]
+    if rb is not None:
+        args[-1] = rb[: L // block] % (L // block)
+    if probe.entry == MASK:
+        args[0] = L
+    else:
+        q, k, v = args[:3]
+        v = v[..., :L, :L] if v.shape[-1] == v.shape[-2] else v[..., :L, :]
+        args[:3] = [q[..., :L, :].contiguous(), k[..., :L, :].contiguous(), v.contiguous()]
+    return replace(
+        probe,
+        args=tuple(args),
+        name=f"{probe.name} (L = {L}, whole blocks)",
+        name_zh=f"{probe.name_zh}（L = {L}，整块）",
+        params={**probe.params, "L": L, "nb": L // block},
+        repeat=False,
+    )
 
 
 GRID_CAPTION = {

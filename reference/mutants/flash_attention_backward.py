@@ -239,16 +239,28 @@ def probes() -> list[Probe]:
 
 
 def alternatives(probe: Probe) -> list[Probe]:
-    """For code that takes only dv == d: the probe with dv = d (the forward's out and lse,
-    and dout, made again for those values)."""
+    """For code that takes only dv == d, or only L and S multiples of the tile (then the
+    tail tiles cannot be judged), or both: the probe in those forms (the forward's out and
+    lse, and dout, made again for the new inputs)."""
     q, k, v = probe.args[:3]
-    if probe.budget is not None or v.shape[-1] == q.shape[-1]:
+    if probe.budget is not None:
         return []
-    wide = resized(
-        replace(probe, args=(q, k, v)), dv=q.shape[-1], label="dv = d", label_zh="dv = d"
-    )
-    args = backward_args(*wide.args, seed=7, **{k_: v_ for k_, v_ in probe.kwargs.items()})
-    return [replace(wide, args=args)]
+    tile = probe.kwargs.get("block_q", 8)
+    whole = {"L": q.shape[-2] - q.shape[-2] % tile, "S": k.shape[-2] - k.shape[-2] % tile}
+    forms = []
+    if v.shape[-1] != q.shape[-1]:
+        forms.append(dict(dv=q.shape[-1], label="dv = d", label_zh="dv = d"))
+    if (whole["L"], whole["S"]) != (q.shape[-2], k.shape[-2]) and all(whole.values()):
+        forms.append(dict(**whole, label="whole tiles", label_zh="整块"))
+        if v.shape[-1] != q.shape[-1]:
+            forms.append(
+                dict(**whole, dv=q.shape[-1], label="dv = d, whole tiles", label_zh="dv = d，整块")
+            )
+    out = []
+    for form in forms:
+        alt = resized(replace(probe, args=(q, k, v)), **form)  # the mask cut with L and S
+        out.append(replace(alt, args=backward_args(*alt.args, seed=7, **alt.kwargs)))
+    return out
 
 
 REFERENCE = ref

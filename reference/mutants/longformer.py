@@ -7,6 +7,7 @@ efficient attention builds its own pattern), or both (an attention calling its o
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -253,14 +254,61 @@ def finding_data(
 
 
 def alternatives(probe: Probe) -> list[Probe]:
-    """For code that takes only dv == d: the attention probes with dv = d."""
-    if (
-        probe.entry != ATTN
-        or probe.budget is not None
-        or probe.args[2].shape[-1] == probe.args[0].shape[-1]
-    ):
+    """For code that takes only dv == d, or only L a multiple of 2 * window (HF's sliding
+    chunks; callers pad): the attention probes with dv = d, with L grown to whole chunks
+    (padded keys stay padded), and both."""
+    if probe.entry != ATTN or probe.budget is not None:
         return []
-    return [resized(probe, dv=probe.args[0].shape[-1], label="dv = d", label_zh="dv = d")]
+    q, v = probe.args[0], probe.args[2]
+    L, w = q.shape[-2], probe.args[3]
+    forms = []
+    if v.shape[-1] != q.shape[-1]:
+        forms.append(resized(probe, dv=q.shape[-1], label="dv = d", label_zh="dv = d"))
+    chunk = 2 * w
+    if chunk and L % chunk:
+        whole = _grown(probe, L + chunk - L % chunk)
+        forms.append(whole)
+        if v.shape[-1] != q.shape[-1]:
+            forms.append(
+                resized(
+                    whole,
+                    dv=q.shape[-1],
+                    label="dv = d",
+                    label_zh="dv = d",
+                )
+            )
+    return forms
+
+
+def _grown(probe: Probe, L: int) -> Probe:
+    """The attention probe with the sequence grown to L tokens (new random tokens at the
+    end; the key padding carries its last column on, so padded keys stay padded)."""
+    q, k, v, window, gidx, *rest = probe.args
+    extra = L - q.shape[-2]
+    seed = 680 + L
+
+    def more(x: torch.Tensor, s: int) -> torch.Tensor:
+        tail = randn(*x.shape[:-2], extra, x.shape[-1], seed=s, dtype=x.dtype)
+        if not x.abs().sum():  # the grids' q = k = 0 stay 0
+            tail = torch.zeros_like(tail)
+        return torch.cat([x, tail], dim=-2)
+
+    args = [more(q, seed), more(k, seed + 1), v, window, gidx, *rest]
+    if torch.equal(v[0, 0], torch.eye(v.shape[-2], dtype=v.dtype)):  # V = I grids grow as I
+        args[2] = torch.eye(L, dtype=v.dtype).expand(*v.shape[:-2], L, L).clone()
+    else:
+        args[2] = more(v, seed + 2)
+    if rest and isinstance(rest[0], torch.Tensor):
+        pad = rest[0]
+        args[5] = torch.cat([pad, pad[:, -1:].expand(pad.shape[0], extra)], dim=1)
+    return replace(
+        probe,
+        name=f"{probe.name} (L = {L}, whole chunks of 2 * window)",
+        name_zh=f"{probe.name_zh or probe.name}（L = {L}，2 * window 的整块）",
+        args=tuple(args),
+        params={**probe.params, "L": L, "S": L},
+        repeat=False,
+    )
 
 
 REFERENCE = ref

@@ -39,13 +39,21 @@ def rope(
 ) -> torch.Tensor:
     """RoPE with the mistakes' knobs: the other layout, one layout whatever `interleaved` says
     (fixed_layout: code carried over from a codebase with only that layout), another frequency
-    exponent ("i/d": arange(d/2) / d; "2i/(d/2)": arange(0, d, 2) / (d/2)), the rotation turned
+    exponent ("i/d": arange(d/2) / d; "2i/(d/2)": arange(0, d, 2) / (d/2); linspace(0, 1, d/2);
+    pairs counted from 1; the exponent's sign lost), the rotation turned
     by -angle, and positions replaced by 0 .. L-1."""
     d = x.shape[-1]
     if d % 2:
         raise ValueError(f"RoPE needs an even feature dim, got d = {d}")
     i = torch.arange(d // 2, dtype=torch.float64, device=x.device)
-    power = {"2i/d": 2 * i / d, "i/d": i / d, "2i/(d/2)": 2 * i / (d // 2)}[exponent]
+    power = {
+        "2i/d": 2 * i / d,
+        "i/d": i / d,
+        "2i/(d/2)": 2 * i / (d // 2),
+        "i/(d/2-1)": i / max(d // 2 - 1, 1),  # linspace(0, 1, d/2): the last pair at 1/theta
+        "2(i+1)/d": 2 * (i + 1) / d,  # pairs counted from 1
+        "-2i/d": -2 * i / d,  # theta ** (2i/d): the minus sign lost
+    }[exponent]
     inv_freq = theta ** (-power)
     pos = torch.arange(x.shape[-2]) if ignore_positions else positions
     angles = direction * pos.to(device=x.device, dtype=torch.float64)[..., None] * inv_freq
@@ -99,7 +107,9 @@ MUTANTS = {
         _m(mix="interleaved-table", mix_on=False),
         _m(mix="stack-back", mix_on=False),
     ],
-    "rope-inv-freq-exponent": [_m(exponent="i/d"), _m(exponent="2i/(d/2)")],
+    "rope-inv-freq-exponent": [
+        _m(exponent=e) for e in ("i/d", "2i/(d/2)", "i/(d/2-1)", "2(i+1)/d", "-2i/d")
+    ],
     "rope-rotation-direction": _m(direction=-1),
     "rope-positions-ignored": _m(ignore_positions=True),
 }

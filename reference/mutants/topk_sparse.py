@@ -61,12 +61,12 @@ def attention(
     allowed = torch.ones_like(raw, dtype=torch.bool) if mask is None else mask.expand_as(raw)
     masked = raw.masked_fill(~allowed, NEG)
     n = max(0, min(top_k + k_shift, raw.shape[dim]))
-    if smallest == "allowed":  # the smallest allowed scores (disallowed ones never chosen)
-        idx = raw.masked_fill(~allowed, float("inf")).topk(n, dim=dim, largest=False).indices
-    elif smallest == "masked":  # topk(largest=False) of the masked scores: -inf first
-        idx = masked.topk(n, dim=dim, largest=False).indices
-    else:
-        idx = (raw if select == "raw" else masked).topk(n, dim=dim).indices
+    ranked = raw if select == "raw" else masked
+    if smallest == "allowed" and select != "raw":  # disallowed scores never chosen
+        ranked = raw.masked_fill(~allowed, float("inf"))
+    # smallest "masked": topk(largest=False) of the masked scores, -inf first; with
+    # select "raw" either spelling ranks the raw scores upwards (before the mask).
+    idx = ranked.topk(n, dim=dim, largest=smallest is None).indices
     keep = torch.zeros_like(allowed).scatter(dim, idx, True)
     if select == "raw-values":
         sparse = raw.masked_fill(~keep, NEG)
