@@ -247,7 +247,7 @@ def match(
     # A NaN swallows every other mistake's effect on the same element (and spreads, e.g.
     # through gradients). Where the candidate's NaN/inf is explained by some mutant, other
     # mutants are not required to reproduce their own change.
-    swallowed = [_nonfinite(c, n) for c, n in zip(cand, sizes, strict=True)]
+    swallowed = [nonfinite(c, n) for c, n in zip(cand, sizes, strict=True)]
     if compared:
         nan_explained = [
             np.logical_or.reduce([x.explains[i] for x in compared]) & swallowed[i]
@@ -362,7 +362,7 @@ def _family_region(
             disagree = np.logical_or.reduce(
                 [differs_kept(outs[i], first, n) for _, outs in items[1:]]
             )
-            agreed = core & ~disagree & ~_nonfinite(first, n)
+            agreed = core & ~disagree & ~nonfinite(first, n)
             if (agreed & differs(c, first, n)).any() or not _gross(c, ref[i], n, core & ~agreed):
                 return None
             shown.append(probes[i].name)
@@ -393,7 +393,8 @@ def _gross(obs: Observed, ref: Observed, n: int, where: np.ndarray) -> bool:
     return bool(far.all())
 
 
-def _nonfinite(obs: Observed, n: int) -> np.ndarray:
+def nonfinite(obs: Observed, n: int) -> np.ndarray:
+    """Where the output (n elements, then the structure element, never set) is NaN or inf."""
     out = np.zeros(n + 1, dtype=bool)
     f = flat(obs) if obs.ok and not oversized(obs, n) else None
     if f is not None and f[1].size == n:

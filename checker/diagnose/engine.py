@@ -659,7 +659,7 @@ class Engine:
         raised = [
             i
             for i in cannot
-            if self.cand_obs[i].stage == "call"
+            if self.cand_obs[i].stage in ("call", "new")
             and isinstance(self.cand_obs[i].failure, CandidateRaised)
             and self.cand_obs[i].failure.exc_type
             and classify(self.cand_obs[i].error[1], self.kata.id, probes[i].params) is None

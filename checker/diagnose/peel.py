@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from attnkata.checker.diagnose.behaviour import differs, differs_kept, flat
+from attnkata.checker.diagnose.behaviour import differs, differs_kept, flat, nonfinite
 from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.pairs import compose
 from attnkata.checker.diagnose.subjects import Observed, one_thread
@@ -249,10 +249,14 @@ def peel(
         judged = [i for i in range(n_probes) if cand[i].ok and not dev0[i][sizes[i]]]
         touched = [differs(base[i], without[i], sizes[i]) for i in judged]
         off = [differs(cand[i], base[i], sizes[i]) for i in judged]
+        # Where the candidate is NaN or inf and the combination is not, something else may
+        # swallow the mistake's own change (an unguarded 0 / 0 beside it): such elements do
+        # not contradict it.
+        finite = [~nonfinite(cand[i], sizes[i]) for i in judged]
         step.certain = (
-            any(t.any() for t in touched)
+            any((t & ~o).any() for t, o in zip(touched, off, strict=True))
             and not step.alike
-            and not any((t & o).any() for t, o in zip(touched, off, strict=True))
+            and not any((t & o & f).any() for t, o, f in zip(touched, off, finite, strict=True))
         )
     unexplained = [probes[i].name for i in range(n_probes) if uncovered[i].any()]
     return Peeling(steps, unexplained)

@@ -37,8 +37,9 @@ class Observed:
     second: Any = None  # the value of a repeated call (probe.repeat)
     seconds: float = 0.0
     cpu: float | None = None  # the candidate's CPU seconds for a call that returned
-    # Where an error came from: "call" (the entry point), "init" (building the module or
-    # loading its state in the child) or "weights" (no way to map the reference's weights).
+    # Where an error came from: "call" (the entry point), "new" (the module's constructor, on
+    # arguments the contract allows), "init" (loading its state in the child) or "weights"
+    # (no way to map the reference's weights).
     stage: str = "call"
 
     @property
@@ -240,7 +241,7 @@ class ModuleSubject:
         from attnkata.checker.weights import load_reference_weights
 
         key = self._remote_key(probe)
-        stage = "init"
+        stage = "new"
         try:
             remote = self._remote.get(key)
             # The spec (and this cache) outlives one candidate: a module built by another

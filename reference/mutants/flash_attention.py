@@ -138,6 +138,10 @@ def flash(
             value = torch.where(has_key, torch.log(safe_l), torch.full_like(m, NEG_INF))
         elif lse == "no-log":
             value = torch.where(has_key, m + l_sum, torch.full_like(m, NEG_INF))
+        elif lse == "log2":  # Triton's tutorial keeps M = m2 + log2(l) in base 2
+            value = torch.where(
+                has_key, (m + torch.log(safe_l)) / math.log(2), m.new_full((), NEG_INF)
+            )
         elif not guard_lse:  # m + log(l) as is: a NaN row stays NaN, an empty one -inf
             value = m + torch.log(l_sum)
         else:
@@ -172,7 +176,7 @@ MUTANTS = {
         _m(drop_query_tail="zero"),
         _m(drop_key_tail=True, drop_query_tail="-inf"),
     ],
-    "lse-wrong": [_m(lse="max"), _m(lse="log-sum"), _m(lse="no-log"), _m(lse="keepdim")],
+    "lse-wrong": [_m(lse=form) for form in ("max", "log-sum", "no-log", "log2", "keepdim")],
     # What the running max started at leaks out for a query with no key (finfo.min, -1e30...).
     "lse-empty-row-finite": [
         _m(empty_lse=v) for v in ("finfo", -1e30, -1e10, -1e9, -3.4028234663852886e38)

@@ -41,7 +41,8 @@ class REFERENCE:
 @dataclass(frozen=True)
 class Knobs:
     """positions: "offset" (P + i), "restart" (i) or "restart-multi" (i when L > 1). store: "kv" (Hkv heads), "repeated"
-    (expanded to H heads before the concatenation) or "seq-first" (Meta's cache_k layout
+    (expanded to H heads before the concatenation), "repeated-after-cat" (HF's repeat_kv on
+    the whole concatenation, whose result is returned as the cache) or "seq-first" (Meta's cache_k layout
     (B, S, Hkv, d): new keys joined on its dim 1, the cache returned so). cat_dim: the concatenation dim.
     rope_v: values rotated too. rerotate: None, "after-cat" (the concatenated keys rotated at
     0 .. P + L - 1) or "store-raw" (unrotated keys cached, all rotated when read).
@@ -101,6 +102,8 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: Any = None) -> A
     elif cache is not None:
         k = torch.cat([cache[0], k], dim=knobs.cat_dim)
         v = torch.cat([cache[1], v], dim=knobs.cat_dim)
+    if knobs.store == "repeated-after-cat":
+        k, v = expand(k), expand(v)
     S = k.shape[2]
     k_used = k
     if knobs.rerotate is not None:
@@ -109,7 +112,7 @@ def forward(m: nn.Module, knobs: Knobs, x: torch.Tensor, cache: Any = None) -> A
         if knobs.rerotate == "after-cat":
             k = k_used
     new_cache = (k.transpose(1, 2), v.transpose(1, 2)) if seq_first else (k, v)
-    if knobs.store != "repeated":
+    if not knobs.store.startswith("repeated"):
         k_used, v_used = expand(k_used), expand(v)
     else:
         v_used = v
@@ -137,7 +140,7 @@ def variant(**changes: Any) -> type[nn.Module]:
 
 MUTANTS: dict[str, list[type[nn.Module]]] = {
     "cache-positions-restart": [variant(positions="restart"), variant(positions="restart-multi")],
-    "cache-stores-repeated-heads": [variant(store="repeated")],
+    "cache-stores-repeated-heads": [variant(store="repeated"), variant(store="repeated-after-cat")],
     "cache-concat-wrong-dim": [
         *(variant(cat_dim=dim) for dim in (1, -1, 0)),
         variant(store="seq-first"),

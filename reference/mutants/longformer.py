@@ -62,7 +62,9 @@ def attention(
     """Dense attention under `pattern(..., **knobs)` and the key padding. padding "keys" /
     "rows" / "both": the padding misses the global key columns, the global query rows, or
     both (it is applied to the window only); "far-keys" / "far-both": the same, where the
-    global columns leave out the queries whose window already holds that key."""
+    global columns leave out the queries whose window already holds that key; "local-keys":
+    the global columns of the non-global queries only (the global queries' own dense pass
+    masks the padding, as HF's layer computes them apart)."""
     B, H, L, d = q.shape
     s = 1.0 / math.sqrt(d) if scale is None else scale
     allowed = pattern(L, window, global_idx, q.device, **knobs).expand(B, 1, L, L)
@@ -81,6 +83,8 @@ def attention(
                 cols = cols & ~band
             if padding in ("keys", "both", "far-keys", "far-both"):
                 spared = spared | cols
+            if padding == "local-keys":  # HF's layout: the global rows get a pass of their own
+                spared = spared | (cols & ~is_global.unsqueeze(1))
             if padding in ("rows", "both", "far-both"):
                 spared = spared | is_global.unsqueeze(1)
             allowed = allowed & (real | spared)
@@ -118,7 +122,7 @@ MUTANTS = {
     ),
     "padding-ignores-global": [
         {ATTN: partial(attention, padding=where)}
-        for where in ("keys", "rows", "both", "far-keys", "far-both")
+        for where in ("keys", "rows", "both", "far-keys", "far-both", "local-keys")
     ],
     "padded-queries-zeroed": {ATTN: partial(attention, zero_padded_queries=True)},
 }

@@ -212,9 +212,11 @@ def probes() -> list[Probe]:
             name_zh="float32 分块：P = 5，L = 4",
         )
     )
-    # Memory: one token after 2048 cached ones with 16 heads; rebuilding the cache's per-head
-    # keys takes H * P * nope elements, the absorbed form at most P * (r + rope).
-    big_h, big_p, big_nope = 16, 2048, 32
+    # Memory: one token after 4096 cached ones with 16 heads; rebuilding the cache's per-head
+    # keys takes H * P * nope elements, the absorbed form at most P * (r + rope). The sizes
+    # and the limit are the efficient test's own: a limit that scales with P but is met at a
+    # smaller P would flag what does not grow with P (W_UV folded into o_proj: D * H * r).
+    big_h, big_p, big_nope = 16, 4096, 32
     big_init = ((256, big_h, 64, big_nope, 16, 32), {})
     big_cache = randn(1, big_p, 64 + 16, seed=702, dtype=torch.float32)
     out.append(
