@@ -65,9 +65,12 @@ def grade(
     cancel: threading.Event | None = None,
     progress: Callable[[str], None] | None = None,
     again: bool = False,
+    seed: int | None = None,
 ) -> Result:
     """Grade the file at `path` and add the attempt to the history when `record` says so
     (None: when it is the candidate's own practice file, `is_own_file`).
+
+    `seed`: the graders' inputs of an earlier check (its result's `seed`); None draws new ones.
 
     `again`: this process will grade again soon (`kata watch`): the next check's sandboxed
     process is started as soon as this one ends.
@@ -98,6 +101,7 @@ def grade(
         progress=progress,
         keep_session=again,
         preread=preread,
+        seed=seed,
     )
     if record:
         from attnkata.checker.store import History
@@ -127,6 +131,7 @@ def check(
     timeout: float | None = None,
     record: bool | None = None,
     mode: str = "api",
+    seed: int | None = None,
 ) -> Result:
     """Grade `source` (a string) or the file at `path` as the solution of `kata`.
 
@@ -140,13 +145,15 @@ def check(
         raise UsageError("give either source=... or path=...")
     if path is not None:
         return grade(
-            k, Path(path), timeout=timeout, lang=lang, record=record, mode=mode
+            k, Path(path), timeout=timeout, lang=lang, record=record, mode=mode, seed=seed
         )  # source attached
     folder = Path(tempfile.mkdtemp(prefix="attnkata-cell-"))
     try:
         file = folder / k.solution_file  # so messages name the file the statement asks for
         file.write_text(source, encoding="utf-8")
-        result = grade(k, file, timeout=timeout, lang=lang, record=bool(record), mode=mode)
+        result = grade(
+            k, file, timeout=timeout, lang=lang, record=bool(record), mode=mode, seed=seed
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     result.attach_source(source)

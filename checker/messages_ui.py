@@ -14,6 +14,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "time limits: {call:g} s per call, {total:g} s in all (from the reference's own time; --timeout to change)",
         "时间限制：每次调用 {call:g} 秒，总计 {total:g} 秒（按参考实现的耗时确定；可用 --timeout 修改）",
     ),
+    "render.seed": (
+        "inputs: seed {seed} (`--seed {seed}` grades with the same inputs again)",
+        "输入：种子 {seed}（用 `--seed {seed}` 可以用同样的输入再评一次）",
+    ),
     "render.same_as": ("(same message as {test})", "（信息同 {test}）"),
     "grid.caption": (
         "which keys each query may attend (rows = queries, columns = keys; ■ attends, · not, ? NaN)",

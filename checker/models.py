@@ -72,6 +72,9 @@ class Result:
     isolation: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)  # call_timeout, total_timeout, memory_mb
     source_sha256: str = ""  # of the text that was graded
+    # The salt of the graders' random inputs (checker/probes.py): `kata check --seed` repeats
+    # the check with the same inputs. None: nothing was run.
+    seed: int | None = None
     version: int = RESULT_VERSION
 
     @property

@@ -1,13 +1,15 @@
 """Seeded inputs and call-and-compare helpers shared by the graders (and diagnosis probes).
 
-Every input is built from an explicit seed so diagnosis can replay it. A check may also mix
-a secret salt into the graders' random values (`salted`, set by the runner from
-`ATTNKATA_INPUT_SALT`): a file that stores the expected outputs of the published fixed inputs
-(a lookup table instead of attention) then meets inputs it cannot know. Masks, shapes and
-block layouts stay as the tests chose them; only the random values (`randn`) move. The salt
-is a number, not drawn per check: the same file gets the same grade on every regrade and
-every student of a set meets the same inputs (a random draw per check made partial scores of
-wrong files, and float32 verdicts of borderline correct ones, change from run to run).
+Every input is built from an explicit seed so diagnosis can replay it. Every check also
+mixes a secret salt into the graders' random values (`salted`, set by the runner): a file
+that stores the expected outputs of the published seeds (a lookup table instead of
+attention) meets inputs it cannot know. Masks, shapes and block layouts stay as the tests
+chose them; only the random values (`randn`) move. The salt never reaches the candidate's
+process, and the result records it: `kata check --seed N` grades with the same inputs again
+(bug reports, regrades). A practice check draws a fresh one; a problem set keeps one secret
+salt of its own (its manifest), so every student meets the same inputs and a regrade gives
+the same grade; `ATTNKATA_INPUT_SALT` fixes it for a whole session (tests, benchmarks;
+0 = the seeds as written).
 """
 
 from __future__ import annotations
@@ -24,18 +26,23 @@ import torch
 from attnkata.checker.compare import assert_close, assert_close_parts, assert_no_mutation
 from attnkata.checker.proxy import Candidate, CandidateMemory, Outcome
 from attnkata.checker.sandbox.autograd import backward
+from attnkata.checker.seeds import secret_salt
 
 _salt = 0  # the running check's; 0 outside a check and in the diagnosis' own probes
 
 
-def new_salt() -> int:
-    """A check's salt: ATTNKATA_INPUT_SALT (an instructor's secret number), else 0: the
-    seeds as written."""
+def new_salt(seed: int | None = None) -> int:
+    """A check's salt: `seed` when the caller gives one (`kata check --seed`, a set's own),
+    else ATTNKATA_INPUT_SALT when set (a number, or a secret word), else a fresh secret draw."""
+    if seed is not None:
+        return int(seed)
     value = os.environ.get("ATTNKATA_INPUT_SALT", "").strip()
+    if not value:
+        return secret_salt()
     try:
-        return int(value) if value else 0
+        return int(value)
     except ValueError:
-        return int.from_bytes(value.encode()[:16], "big")  # a secret word works as well
+        return int.from_bytes(value.encode()[:16], "big")
 
 
 @contextlib.contextmanager

@@ -124,6 +124,7 @@ def check(
     progress: Callable[[str], None] | None = None,
     keep_session: bool = False,
     preread: tuple[str, list[Diagnostic]] | None = None,
+    seed: int | None = None,
 ) -> Result:
     """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file.
 
@@ -138,6 +139,8 @@ def check(
     and run again (checker/driver.py) instead of being built for every check.
     `preread`: `read_source(path, lang)` as the caller already read it (checker/api.py reads
     the file before importing this module: a save after Enter must not change what is graded).
+    `seed`: the salt of the graders' random inputs (None: `probes.new_salt`, a fresh secret
+    one unless ATTNKATA_INPUT_SALT fixes it); the result records it.
     A Ctrl-C ends the candidate's processes and propagates as KeyboardInterrupt."""
     path = Path(path)
     if preread is None:
@@ -214,7 +217,8 @@ def check(
             result.diagnostics.append(d)
             result.timings = {"total": round(time.perf_counter() - t0, 3)}
             return result
-        salt = probes.new_salt()  # the graders' inputs for this check, and its replays
+        salt = probes.new_salt(seed)  # the graders' inputs for this check, and its replays
+        result.seed = salt
         with probes.salted(salt):
             code, collector, output = driver.run(
                 kata,

@@ -18,6 +18,15 @@ LangOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print only a JSON document on stdout.")]
+SeedOption = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        min=0,
+        help="Grade with the inputs of an earlier check (the seed its result shows); default: new secret ones.",
+        show_default=False,
+    ),
+]
 RecordOption = Annotated[
     bool | None,
     typer.Option(

@@ -35,6 +35,8 @@ def isolation_line(result: Result) -> Text | None:
             call=lim["call_timeout"],
             total=lim.get("total_timeout", 0),
         )
+    if result.seed is not None:
+        text += "\n" + msg("render.seed", result.lang, seed=result.seed)
     return Text(text, style="dim")
 
 

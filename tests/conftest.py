@@ -17,6 +17,10 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KATA_HOME", str(home))
     monkeypatch.setenv("KATA_WORKSPACE", str(tmp_path / "workspace"))
     monkeypatch.setenv("KATA_LANG", "en")
+    # The graders' inputs as published (a check otherwise draws a secret salt of its own):
+    # tests compare messages and scores. The draw is tested where it matters
+    # (tests/test_sandbox_round3.py, tests/test_input_seeds.py).
+    monkeypatch.setenv("ATTNKATA_INPUT_SALT", "0")
     return home
 
 

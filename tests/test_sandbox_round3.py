@@ -210,20 +210,69 @@ def test_fused_attention_is_refused_at_the_dispatcher_in_the_sandbox() -> None:
             c.call("scaled_dot_product_attention", (q, q, q))
 
 
-def test_a_secret_salt_gives_inputs_a_table_cannot_know_and_the_same_ones_on_a_regrade(
+def _seen(seed: int | None = None) -> tuple[set[str], int | None]:
+    """The fingerprints of the q's a check sends (echo_inputs.py), and the check's seed."""
+    result = check(
+        get_kata("sdpa"), ROUND3 / "echo_inputs.py", limits=LIMITS, diagnose=False, seed=seed
+    )
+    return {
+        t.message.split("seen ")[1][:16] for t in result.tests if "seen " in t.message
+    }, result.seed
+
+
+def test_every_check_meets_inputs_of_its_own_and_its_seed_repeats_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def seen() -> list[str]:
-        result = check(get_kata("sdpa"), ROUND3 / "echo_inputs.py", limits=LIMITS, diagnose=False)
-        return [t.message for t in result.tests if "seen" in t.message]
+    monkeypatch.delenv("ATTNKATA_INPUT_SALT", raising=False)  # as a candidate's kata check
+    first, seed = _seen()
+    second, other = _seen()
+    assert first and second and seed != other and not first & second
+    assert _seen(seed) == (first, seed)  # `kata check --seed` grades with the same inputs
+    published, zero = _seen(0)
+    assert zero == 0 and not published & (first | second)
 
+
+def test_a_lookup_table_of_the_published_inputs_passes_nowhere_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ATTNKATA_INPUT_SALT", raising=False)
-    published = seen()
-    assert published and published == seen()  # the seeds as written: what a lookup table keys on
-    monkeypatch.setenv("ATTNKATA_INPUT_SALT", "week3-secret")
-    salted = seen()
-    assert len(salted) == len(published) and not set(salted) & set(published)
-    assert seen() == salted  # a regrade meets the same inputs
+    table = tmp_path / "sdpa.py"
+    published, _ = _seen(0)
+    table.write_text(
+        (ROUND3 / "lookup_table.py")
+        .read_text()
+        .replace("SEEN = set()", f"SEEN = {sorted(published)!r}")
+    )
+
+    def grade(seed: int | None) -> str:
+        return check(get_kata("sdpa"), table, limits=LIMITS, diagnose=False, seed=seed).status
+
+    assert grade(0) == "pass"  # the attack works against inputs that never change...
+    assert grade(None) == "fail"  # ...and not against a check's own secret inputs
+    from attnkata.checker.sets.create import CreateOptions, create_set
+    from attnkata.checker.sets.grade import GradeOptions, grade_set
+
+    bundle = tmp_path / "set"
+    manifest = create_set(CreateOptions(katas=["sdpa"], out=bundle, public_tests=0))
+    assert manifest.grading.input_salt > 0  # drawn when the set was made, kept by the instructor
+    assert "input_salt" not in "".join(
+        p.read_text(errors="replace") for p in (bundle / "student").rglob("*") if p.is_file()
+    )
+    (tmp_path / "subs" / "mallory").mkdir(parents=True)
+    shutil.copy(table, tmp_path / "subs" / "mallory" / "sdpa.py")
+    (tmp_path / "subs" / "alice").mkdir()
+    shutil.copy(REFERENCE, tmp_path / "subs" / "alice" / "sdpa.py")
+    grades = []
+    for run in ("a", "b"):
+        results = grade_set(
+            bundle,
+            tmp_path / "subs",
+            GradeOptions(jobs=1, timeout=8, call_timeout=2, out=tmp_path / run, fresh=True),
+        )
+        grades.append({s: results.entry(s, "sdpa").score for s in ("mallory", "alice")})
+        assert results.entry("mallory", "sdpa").status == "fail"
+        assert results.entry("alice", "sdpa").status == "pass"
+    assert grades[0] == grades[1]  # the set's one salt: a regrade gives the same grade
 
 
 def test_a_dense_matrix_in_numpy_fails_the_efficient_tier() -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkata.checker.errors import UsageError
+from attnkata.checker.sets.worker import FileRules
 
 LOCAL = re.compile(r"^local(?::(\d+))?$")
 REMOTE = re.compile(r"^(tcp|tls|ucx|inproc)://[^\s/]+(:\d+)?/?$")
@@ -61,7 +62,7 @@ def grade_remote(
     kata_hash: str,
     limits: tuple[float, float, int],
     lang: str,
-    policy: tuple[str, tuple[str, ...]],
+    rules: FileRules,
 ) -> dict[str, Any]:
     """Runs on a Dask worker: grade `source` (saved as `name`) like a local grading worker."""
     from attnkata.checker.proxy import Limits
@@ -87,7 +88,7 @@ def grade_remote(
         with tempfile.TemporaryDirectory(prefix="attnkata-dask-") as tmp:
             path = Path(tmp) / name
             path.write_bytes(source)
-            reply = grade_one(check, kata_id, path, lim, lang, policy)
+            reply = grade_one(check, kata_id, path, lim, lang, rules)
             reply["worker_path"] = str(path.resolve())
         return reply
 
@@ -144,7 +145,7 @@ def run_dask(
     on_reply: Callable[[Any, dict[str, Any]], None],
     tick: Callable[[], None] = lambda: None,
     kata_ids: list[str] | None = None,
-    policy: tuple[str, tuple[str, ...]] = ("flag", ()),
+    rules: FileRules = FileRules(),
 ) -> None:
     """`run_pool`'s contract on a Dask cluster: `on_reply(task, reply)` runs here, per task."""
     if not tasks:
@@ -169,7 +170,7 @@ def run_dask(
                 kata_hashes[t.kata],
                 limits,
                 lang,
-                policy,
+                rules,
                 pure=False,
                 key=f"attnkata-grade-{t.index}-{t.sha256[:16]}",
             )

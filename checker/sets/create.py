@@ -28,6 +28,7 @@ from pathlib import Path
 
 from attnkata.checker.catalog import TIERS, Kata
 from attnkata.checker.errors import KataDefinitionError, UsageError
+from attnkata.checker.seeds import secret_salt
 from attnkata.checker.sets.manifest import (
     DEFAULT_POINTS,
     DEFAULT_POLICY,
@@ -209,6 +210,7 @@ def create_set(opts: CreateOptions, log: Callable[[str], None] | None = None) ->
             late_penalty=opts.late_penalty,
             policy=opts.policy,
             allow_imports=list(opts.allow_imports),
+            input_salt=secret_salt(),
         )
         if opts.timeout is not None:
             grading.timeout = opts.timeout

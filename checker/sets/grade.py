@@ -40,7 +40,7 @@ from attnkata.checker.sets.manifest import (
     score,
     verify_bundle,
 )
-from attnkata.checker.sets.worker import grade_one, preload
+from attnkata.checker.sets.worker import FileRules, grade_one, preload
 from attnkata.checker.static import MAX_SOURCE_BYTES
 from attnkata.checker.version import __version__
 
@@ -236,7 +236,7 @@ def _worker_main(
     lang: str,
     log_path: str,
     scratch: str,
-    policy: tuple[str, tuple[str, ...]] = ("flag", ()),
+    rules: FileRules = FileRules(),
 ) -> None:
     """A grading worker: grade what the parent sends until it sends None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
@@ -266,7 +266,7 @@ def _worker_main(
             return
         if task is None:
             return
-        reply = grade_one(check, task["kata"], Path(task["path"]), lim, lang, policy)
+        reply = grade_one(check, task["kata"], Path(task["path"]), lim, lang, rules)
         try:
             conn.send((task["index"], reply))
         except (BrokenPipeError, OSError):
@@ -281,12 +281,12 @@ class _Worker:
         lang: str,
         log_path: str,
         scratch: str,
-        policy: tuple[str, tuple[str, ...]] = ("flag", ()),
+        rules: FileRules = FileRules(),
     ) -> None:
         parent_end, child_end = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(
             target=_worker_main,
-            args=(child_end, limits, lang, log_path, scratch, policy),
+            args=(child_end, limits, lang, log_path, scratch, rules),
             name="attnkata-grader",
             daemon=True,
         )
@@ -337,11 +337,11 @@ def run_pool(
     on_reply: Callable[[_Task, dict[str, Any]], None],
     tick: Callable[[], None] = lambda: None,
     kata_ids: list[str] | None = None,
-    policy: tuple[str, tuple[str, ...]] = ("flag", ()),
+    rules: FileRules = FileRules(),
 ) -> None:
     """Grade `tasks` on `jobs` forked workers; `on_reply(task, reply)` runs in this process
     as each one finishes (replies: {"ok": True, "result": ...} or {"ok": False, "kind", "message"}).
-    `policy`: the static policy's mode and extra allowed imports (from the set's manifest)."""
+    `rules`: what the set's manifest says about grading any file (FileRules)."""
     if not tasks:
         return
     preload(kata_ids or sorted({t.kata for t in tasks}))
@@ -353,7 +353,7 @@ def run_pool(
     scratch = tempfile.mkdtemp(prefix="attnkata-grade-")
 
     def spawn() -> _Worker:
-        return _Worker(ctx, limits, lang, str(log_path), scratch, policy)
+        return _Worker(ctx, limits, lang, str(log_path), scratch, rules)
 
     def replace(i: int, idle: bool = False) -> None:
         nonlocal failures
@@ -534,15 +534,19 @@ def grade_set(
     journal = Journal(journal_path)
     entries: dict[tuple[str, str], Entry] = {}
     tasks: list[_Task] = []
-    policy = (manifest.grading.policy, tuple(sorted(manifest.grading.allow_imports)))
+    rules = FileRules(
+        manifest.grading.policy,
+        tuple(sorted(manifest.grading.allow_imports)),
+        manifest.grading.input_salt,
+    )
     config = {
         "call_timeout": limits[0],
         "timeout": limits[1],
         "memory_mb": limits[2],
         "lang": lang,
         "attnkata": __version__,
-        "policy": policy[0],
-        "allow_imports": list(policy[1]),
+        "policy": rules.policy,
+        "allow_imports": list(rules.allow_imports),
     }
     kata_by_id = {k.id: k for k in manifest.katas}
     for student in students:
@@ -651,7 +655,7 @@ def grade_set(
             if progress
             else (lambda: None),
             kata_ids=manifest.kata_ids,
-            policy=policy,
+            rules=rules,
         )
     finally:
         journal.close()

@@ -212,6 +212,11 @@ class GradingConfig:
     # modules (with their submodules) accepted beyond the allowlist, e.g. ["scipy"].
     policy: str = DEFAULT_POLICY
     allow_imports: list[str] = field(default_factory=list)
+    # The set's secret salt of the graders' random inputs (checker/probes.py): drawn when the
+    # set is made, so every student meets the same inputs, a regrade gives the same grade, and
+    # no file can hold a table of expected outputs. Sets made before it existed: 0, the seeds
+    # as published. Only instructor/ holds it: the student bundle never does.
+    input_salt: int = 0
 
 
 @dataclass

@@ -7,7 +7,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from attnkata.checker.errors import KataDefinitionError, KataError
 from attnkata.checker.sets import policy_cost
@@ -36,13 +36,24 @@ def preload(kata_ids: list[str]) -> None:
             pass
 
 
+class FileRules(NamedTuple):
+    """What a problem set's manifest says about grading any file: what a static-policy
+    finding costs, the imports it accepts beyond the list, and the set's secret salt of the
+    graders' random inputs (every student meets the same inputs, which no table in a file
+    can know; None: a fresh one per file, as a practice check draws)."""
+
+    policy: str = "flag"
+    allow_imports: tuple[str, ...] = ()
+    input_salt: int | None = None
+
+
 def grade_one(
     check: Callable[..., Any],
     kata_id: str,
     path: Path,
     lim: Any,
     lang: str,
-    policy: tuple[str, tuple[str, ...]],
+    rules: FileRules,
 ) -> dict[str, Any]:
     """Grade one file in this (worker) process: a reply for `on_reply`, never an exception."""
     t0 = time.perf_counter()
@@ -57,10 +68,11 @@ def grade_one(
             limits=lim,
             lang=lang,
             policy="warn",
-            allow_imports=policy[1],
+            allow_imports=rules.allow_imports,
             keep_session=True,
+            seed=rules.input_salt,
         )
-        policy_cost.apply(result, policy[0], policy[1], lang)
+        policy_cost.apply(result, rules.policy, rules.allow_imports, lang)
         reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
     except KataDefinitionError as exc:
         reply = {"ok": False, "kind": "grader-broken", "message": exc.message}

@@ -19,7 +19,7 @@ from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import msg
 from attnkata.checker.store import History
 from attnkata.cli.console import err, out, print_json, write_json_line
-from attnkata.cli.options import JsonOption, LangOption, RecordOption, resolve_lang
+from attnkata.cli.options import JsonOption, LangOption, RecordOption, SeedOption, resolve_lang
 
 KataArg = Annotated[
     str,
@@ -195,6 +195,7 @@ def grade(
     spinner: bool = False,
     cancel: threading.Event | None = None,
     again: bool = False,
+    seed: int | None = None,
 ):
     """Grade through the checker; on a terminal (`spinner`) show the current test and the time
     used against the limit while it runs."""
@@ -202,7 +203,14 @@ def grade(
 
     if not spinner:
         return api.grade(
-            k, path, timeout=timeout, lang=lang, record=record, cancel=cancel, again=again
+            k,
+            path,
+            timeout=timeout,
+            lang=lang,
+            record=record,
+            cancel=cancel,
+            again=again,
+            seed=seed,
         )
     from attnkata.cli.progress import CheckProgress
 
@@ -217,6 +225,7 @@ def grade(
             cancel=cancel,
             progress=progress.update,
             again=again,
+            seed=seed,
         )
 
 
@@ -240,12 +249,15 @@ def check(
     ] = None,
     record: RecordOption = None,
     lang: LangOption = None,
+    seed: SeedOption = None,
 ) -> None:
     """Grade FILE against KATA. Exit 0 when every required test passes, 1 otherwise (130 on Ctrl-C)."""
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
     path = _resolve_file(k, file)
-    result = grade(k, path, timeout, lang, record, spinner=not json_out and err.is_terminal)
+    result = grade(
+        k, path, timeout, lang, record, spinner=not json_out and err.is_terminal, seed=seed
+    )
     if json_out:
         print_json(result.to_dict())
     else:
@@ -276,6 +288,7 @@ def watch(
     ] = None,
     record: RecordOption = None,
     lang: LangOption = None,
+    seed: SeedOption = None,
 ) -> None:
     """Re-check FILE every time it is saved (Ctrl-C to stop). A save during a check starts it over."""
     from attnkata.checker.errors import CheckCancelled
@@ -300,6 +313,7 @@ def watch(
                     spinner=not json_out and err.is_terminal,
                     cancel=watcher.changed,
                     again=True,
+                    seed=seed,
                 )
             except CheckCancelled:
                 continue  # saved again during the check: start over on the new version
