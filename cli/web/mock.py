@@ -383,18 +383,26 @@ async def answers(request: Request) -> Response:
     s = await run_in_threadpool(_session, request)
     if s.state != sess.FOLLOWUPS:
         raise BadInput("web.no_followups", 409, id=s.id)
-    s = await run_in_threadpool(
-        grading.answer, s.folder, given, finalize=data.get("finalize") is True
-    )
+    kinds = {q["id"]: q["kind"] for q in s.questions}
+    # An open answer without its self-rating is held back: its model answer comes back to rate
+    # it against, and it is graded with the rating.
+    held = {
+        qid: text
+        for qid, text in given.items()
+        if kinds.get(qid) == "open" and isinstance(text, str) and text.strip()
+    }
+    graded = {qid: raw for qid, raw in given.items() if qid not in held}
+    finalize = data.get("finalize") is True and not held
+    s = await run_in_threadpool(grading.answer, s.folder, graded, finalize=finalize)
+    by_id = {q["id"]: q for q in s.questions}
     rate = [
         {
-            "id": q["id"],
-            "prompt": q["prompt"][lang],
-            "given": s.answers[q["id"]].get("answer_text", ""),
-            "model": str(pages.markdown((q.get("answer") or {}).get(lang, ""))),
+            "id": qid,
+            "prompt": by_id[qid]["prompt"][lang],
+            "given": text,
+            "model": str(pages.markdown((by_id[qid].get("answer") or {}).get(lang, ""))),
         }
-        for q in s.questions
-        if q["kind"] == "open" and s.answers.get(q["id"], {}).get("status") == "unrated"
+        for qid, text in held.items()
     ]
     return answer({"state": s.state, "rate": rate, "url": f"/mock/{s.id}"})
 

@@ -90,6 +90,12 @@ class Guard:
             return
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            # Read it to the end first: a client cut off mid-send sees a broken pipe, not the
+            # message (a page shows "the paste is too large", the file stays as it was).
+            more = True
+            while more:
+                message = await receive()
+                more = message.get("more_body", False) and message["type"] == "http.request"
             await self._refuse(send, 413, "web.too_large", limit=MAX_BODY // (1024 * 1024))
             return
         static = scope["path"].startswith("/static/")

@@ -23,8 +23,7 @@
           if (input.value.trim()) answers[id] = input.value;
         }
       });
-      var open = form.querySelectorAll("fieldset.question[data-kind=open]").length;
-      var res = await A.api("POST", url, { answers: answers, finalize: open === 0 });
+      var res = await A.api("POST", url, { answers: answers, finalize: true });
       if (res.error) return A.say(A.errorText(res), "bad");
       if (!res.rate.length) { window.location.href = res.url; return; }
       res.rate.forEach(function (q) {
