@@ -70,11 +70,15 @@ def test_practise_gqa_from_the_list_to_the_diagnosis_and_a_pass(web):
     assert "token" not in driver.current_url  # into the cookie, out of the address bar
     by(driver, "[data-testid=kata-link-gqa]").click()
     wait_for(driver, "[data-testid=editor] .ace_content")
-    assert "GroupedQueryAttention" in driver.execute_script("return window.attnkataEditor.getValue()")
+    assert "GroupedQueryAttention" in driver.execute_script(
+        "return window.attnkataEditor.getValue()"
+    )
     driver.execute_script("window.attnkataEditor.setValue(arguments[0])", GQA_WRONG)
     assert "fail" in check_and_wait(driver)
     cards = all_by(driver, "[data-testid=diagnosis]")
-    card = next(c for c in cards if c.get_attribute("data-mistake") == "kv-repeat-instead-of-interleave")
+    card = next(
+        c for c in cards if c.get_attribute("data-mistake") == "kv-repeat-instead-of-interleave"
+    )
     line = int(card.get_attribute("data-lines").split(",")[0])
     assert "repeat(" in GQA_WRONG.splitlines()[line - 1]
     assert line in driver.execute_script("return window.attnkataEditor.markedLines()")
@@ -105,7 +109,9 @@ def test_a_save_from_another_editor_shows_up_within_a_second(web):
     text = GQA_RIGHT + "\n# saved from vim\n"
     t0 = time.monotonic()
     path.write_text(text)
-    assert until(lambda: driver.execute_script("return window.attnkataEditor.getValue()") == text, 3)
+    assert until(
+        lambda: driver.execute_script("return window.attnkataEditor.getValue()") == text, 3
+    )
     assert time.monotonic() - t0 < 1.0
 
 
@@ -174,7 +180,9 @@ def test_a_mock_interview_from_start_to_scorecard_and_replay(web):
     # Leaving and coming back resumes the session, the clock still running.
     driver.get(f"{server.origin}/mock")
     wait_for(driver, "[data-testid=clock]", 30)
-    assert "pasted from my notes" in driver.execute_script("return window.attnkataEditor.getValue()")
+    assert "pasted from my notes" in driver.execute_script(
+        "return window.attnkataEditor.getValue()"
+    )
     by(driver, "[data-testid=submit]").click()
     assert wait_for(driver, "[data-testid=verdict]", 180).text.lower() == "pass"
     finish = by(driver, "[data-testid=finish]")
@@ -211,7 +219,9 @@ def test_a_mock_interview_from_start_to_scorecard_and_replay(web):
     marks = [m.text for m in all_by(driver, "#marks li")]
     assert any("paste" in m for m in marks) and any("run" in m and "pass" in m for m in marks)
     assert any("submit" in m and "pass" in m for m in marks)
-    driver.execute_script("arguments[0].value = 0; arguments[0].dispatchEvent(new Event('input'))", slider)
+    driver.execute_script(
+        "arguments[0].value = 0; arguments[0].dispatchEvent(new Event('input'))", slider
+    )
     assert "1/" in by(driver, "[data-testid=replay-info]").text
 
 
@@ -219,5 +229,7 @@ def test_no_request_ever_leaves_for_another_host(web):
     server, driver, seen = web
     seen += requested_urls(driver)
     assert len(seen) > 20
-    foreign = [u for u in seen if not u.startswith((server.origin + "/", "data:", "blob:", "about:"))]
+    foreign = [
+        u for u in seen if not u.startswith((server.origin + "/", "data:", "blob:", "about:"))
+    ]
     assert not foreign, foreign

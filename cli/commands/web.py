@@ -15,18 +15,30 @@ from attnkata.cli.options import LangOption, resolve_lang
 def web(
     port: Annotated[
         int | None,
-        typer.Option("--port", help="Port on 127.0.0.1 (default: 8370, or the next free one).", show_default=False),
+        typer.Option(
+            "--port",
+            help="Port on 127.0.0.1 (default: 8370, or the next free one).",
+            show_default=False,
+        ),
     ] = None,
     no_browser: Annotated[
         bool, typer.Option("--no-browser", help="Print the URL without opening a browser.")
     ] = False,
     set_dir: Annotated[
         Path | None,
-        typer.Option("--set", help="A problem set (kata set create) for the instructor page.", show_default=False),
+        typer.Option(
+            "--set",
+            help="A problem set (kata set create) for the instructor page.",
+            show_default=False,
+        ),
     ] = None,
     grades: Annotated[
         Path | None,
-        typer.Option("--grades", help="Its results folder (kata set grade) for the instructor page.", show_default=False),
+        typer.Option(
+            "--grades",
+            help="Its results folder (kata set grade) for the instructor page.",
+            show_default=False,
+        ),
     ] = None,
     lang: LangOption = None,
 ) -> None:
