@@ -4,6 +4,7 @@ on one file, and Ctrl-C ending every process it started. One server for the modu
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -16,9 +17,38 @@ from attnkata.checker.static import MAX_SOURCE_BYTES
 pytestmark = pytest.mark.slow
 
 
+def graded_set(root):
+    """A one-kata problem set graded for three students (one the copy of another, one wrong)."""
+    from attnkata.checker.skeleton import reference_path
+
+    right = reference_path("sdpa").read_text()
+    students = {
+        "alice": right,
+        "bob": right.replace("scores", "logits"),  # a copy with renamed variables
+        "carol": right.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale", "scale = 1.0"),
+    }
+    assert students["carol"] != right
+    env = {**os.environ, "KATA_HOME": str(root / "set-home")}
+    bundle, subs, grades = root / "set", root / "submissions", root / "grades"
+    for name, source in students.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / "sdpa.py").write_text(source)
+    for args in (
+        ["set", "create", "--katas", "sdpa", "--out", bundle, "--public-tests", "0"],
+        ["set", "grade", bundle, subs, "--jobs", "1", "--timeout", "4", "--quiet", "--out", grades],
+    ):
+        res = subprocess.run(
+            [sys.executable, "-m", "attnkata", *map(str, args)], env=env, capture_output=True, text=True
+        )
+        assert res.returncode in (0, 1), res.stderr
+    return bundle, grades
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    s = WebServer(tmp_path_factory.mktemp("web"))
+    root = tmp_path_factory.mktemp("web")
+    bundle, grades = graded_set(root)
+    s = WebServer(root, "--set", str(bundle), "--grades", str(grades))
     yield s
     code, left = s.stop()
     assert code == 130 and not left, (code, left)  # 130: stopped by Ctrl-C, as every command
@@ -205,3 +235,18 @@ def test_kata_web_refuses_a_set_without_its_grades():
         timeout=60,
     )
     assert res.returncode == 2 and "--grades" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_the_instructor_page_is_the_class_report_live(server):
+    status, page, _ = server.request("GET", "/instructor")
+    assert status == 200, page
+    for part in ('class="students"', 'class="mistakes"', 'data-testid="students-code"', "side-by-side"):
+        assert part in page, part
+    assert page.count('class="student-code"') == 3
+    assert "def scaled_dot_product_attention" in page  # each student's code
+    assert 'src="/static/instructor.js' in page  # sortable, and drawn again when grades change
+    status, first, _ = server.request("GET", "/api/instructor/stamp")
+    results = server.home.parent / "grades" / "results.json"
+    os.utime(results, (results.stat().st_atime, results.stat().st_mtime + 5))
+    status, second, _ = server.request("GET", "/api/instructor/stamp")
+    assert second["stamp"] > first["stamp"]
