@@ -25,7 +25,9 @@ def graded_set(root):
     students = {
         "alice": right,
         "bob": right.replace("scores", "logits"),  # a copy with renamed variables
-        "carol": right.replace("scale = 1.0 / math.sqrt(d) if scale is None else scale", "scale = 1.0"),
+        "carol": right.replace(
+            "scale = 1.0 / math.sqrt(d) if scale is None else scale", "scale = 1.0"
+        ),
     }
     assert students["carol"] != right
     env = {**os.environ, "KATA_HOME": str(root / "set-home")}
@@ -38,7 +40,10 @@ def graded_set(root):
         ["set", "grade", bundle, subs, "--jobs", "1", "--timeout", "4", "--quiet", "--out", grades],
     ):
         res = subprocess.run(
-            [sys.executable, "-m", "attnkata", *map(str, args)], env=env, capture_output=True, text=True
+            [sys.executable, "-m", "attnkata", *map(str, args)],
+            env=env,
+            capture_output=True,
+            text=True,
         )
         assert res.returncode in (0, 1), res.stderr
     return bundle, grades
@@ -240,7 +245,12 @@ def test_kata_web_refuses_a_set_without_its_grades():
 def test_the_instructor_page_is_the_class_report_live(server):
     status, page, _ = server.request("GET", "/instructor")
     assert status == 200, page
-    for part in ('class="students"', 'class="mistakes"', 'data-testid="students-code"', "side-by-side"):
+    for part in (
+        'class="students"',
+        'class="mistakes"',
+        'data-testid="students-code"',
+        "side-by-side",
+    ):
         assert part in page, part
     assert page.count('class="student-code"') == 3
     assert "def scaled_dot_product_attention" in page  # each student's code

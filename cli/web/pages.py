@@ -5,6 +5,7 @@ catalogue, `msg`)."""
 from __future__ import annotations
 
 import json
+from string import Formatter
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -66,4 +67,8 @@ def render(template: str, lang: str, **context: Any) -> str:
 def texts(lang: str, *keys: str) -> dict[str, str]:
     """Catalogue texts a page's script shows (status lines, confirmations), their {names}
     left for the script to fill."""
-    return {key: MESSAGES[key][1 if lang == "zh" else 0] for key in keys}
+    out = {}
+    for key in keys:
+        names = {n for text in MESSAGES[key] for _, n, _, _ in Formatter().parse(text) if n}
+        out[key] = msg(key, lang, **{n: "{" + n + "}" for n in names})
+    return out
