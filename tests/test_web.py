@@ -260,3 +260,32 @@ def test_the_instructor_page_is_the_class_report_live(server):
     os.utime(results, (results.stat().st_atime, results.stat().st_mtime + 5))
     status, second, _ = server.request("GET", "/api/instructor/stamp")
     assert second["stamp"] > first["stamp"]
+
+
+def test_the_web_stack_stays_out_of_the_other_commands():
+    code = (
+        "import sys; from attnkata.cli.app import app; from attnkata.cli.commands import practice, mock;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn', 'jinja2')"
+        " or m.startswith('attnkata.cli.web')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_everything_the_pages_load_ships_in_the_wheel():
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["attnkata.cli.web"]
+    web = root / "cli" / "web"
+    shipped = [
+        p for p in web.rglob("*") if p.is_file() and p.parent.name in ("templates", "static", "ace")
+    ]
+    assert len(shipped) > 20
+    for path in shipped:
+        rel = path.relative_to(web).as_posix()
+        assert any(fnmatch.fnmatch(rel, pat) for pat in patterns), rel
