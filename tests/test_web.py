@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from web_support import WebServer
@@ -289,3 +290,20 @@ def test_everything_the_pages_load_ships_in_the_wheel():
     for path in shipped:
         rel = path.relative_to(web).as_posix()
         assert any(fnmatch.fnmatch(rel, pat) for pat in patterns), rel
+
+
+def test_a_newer_check_of_the_same_file_cancels_the_running_one(server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attnkata.checker.skeleton import reference_path
+
+    loop = "def scaled_dot_product_attention(q, k, v, mask=None, scale=None):\n    while True:\n        pass\n"
+    right = reference_path("sdpa").read_text()
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(server.request, "POST", "/api/kata/sdpa/check", {"text": loop})
+        time.sleep(1.5)  # the loop is running in the sandbox
+        second = pool.submit(server.request, "POST", "/api/kata/sdpa/check", {"text": right})
+        (s1, b1, _), (s2, b2, _) = first.result(), second.result()
+    assert s1 == 200 and b1.get("cancelled") and "newer check" in b1["message"], b1
+    assert s2 == 200 and b2["status"] == "pass", b2
+    assert (server.workspace / "sdpa" / "sdpa.py").read_text() == right

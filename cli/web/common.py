@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from attnkata.checker.errors import KataError, UnknownKataError
 from attnkata.checker.messages import msg
 from attnkata.cli.web import pages
+from attnkata.cli.web.files import SaveRefused
 from attnkata.cli.web.security import MAX_BODY, BodyTooLarge
 
 log = logging.getLogger("attnkata.web")
@@ -96,7 +97,7 @@ def api(handler: Handler) -> Handler:
     async def wrapped(request: Request) -> Response:
         try:
             return await handler(request)
-        except BadInput as exc:
+        except (BadInput, SaveRefused) as exc:
             return refuse(request, exc.status, exc.key, **exc.params)
         except KataError as exc:
             return answer(

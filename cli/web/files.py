@@ -54,10 +54,11 @@ def read(path: Path, fallback: Path | None = None) -> FileState:
 
 
 class SaveRefused(Exception):
-    def __init__(self, key: str, **params: object) -> None:
+    """A save the page is refused (its message key, the HTTP status, the message's values)."""
+
+    def __init__(self, key: str, status: int, **params: object) -> None:
         super().__init__(key)
-        self.key = key
-        self.params = params
+        self.key, self.status, self.params = key, status, params
 
 
 @dataclass
@@ -75,10 +76,10 @@ def save(path: Path, text: str, base: str | None) -> Saved:
     limit is refused (the file stays as it was)."""
     data = text.encode("utf-8")
     if len(data) > MAX_SOURCE_BYTES:
-        raise SaveRefused("web.file_too_large", size=len(data), limit=MAX_SOURCE_BYTES)
+        raise SaveRefused("web.file_too_large", 413, size=len(data), limit=MAX_SOURCE_BYTES)
     now = read(path)
     if now.exists and not now.utf8:
-        raise SaveRefused("web.not_utf8", path=str(path))
+        raise SaveRefused("web.not_utf8", 409, path=str(path))
     new_sha = digest(data)
     if now.exists and now.sha == new_sha:
         return Saved(new_sha, False, None, False)

@@ -179,12 +179,7 @@ def _edit(
     if "text" in data:
         text = text_field(data)
         base = data.get("base") if isinstance(data.get("base"), str) else None
-        try:
-            saved = files.save(s.file_path(p), text, base)
-        except files.SaveRefused as exc:
-            raise BadInput(
-                exc.key, 413 if exc.key == "web.file_too_large" else 409, **exc.params
-            ) from None
+        saved = files.save(s.file_path(p), text, base)
         with sess.mutate(s.folder) as s:
             p = s.problem(kata)
             at = sess.now()

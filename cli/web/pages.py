@@ -5,9 +5,9 @@ catalogue, `msg`)."""
 from __future__ import annotations
 
 import json
-from string import Formatter
 from functools import cache
 from pathlib import Path
+from string import Formatter
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape

@@ -102,12 +102,7 @@ async def file_get(request: Request) -> Response:
 
 def _save(k: catalog.Kata, text: str, base: str | None, lang: str) -> dict[str, Any]:
     path = workspace.solution_path(k)
-    try:
-        saved = files.save(path, text, base)
-    except files.SaveRefused as exc:
-        raise BadInput(
-            exc.key, 413 if exc.key == "web.file_too_large" else 409, **exc.params
-        ) from None
+    saved = files.save(path, text, base)
     if saved.created:
         with History() as h:  # as `kata start` does: the file is the candidate's own practice
             h.record_event(k.id, "start", {"file": str(path)})

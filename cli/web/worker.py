@@ -182,13 +182,9 @@ def serve(replies: IO[str]) -> None:
 
 
 def main() -> None:
-    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    try:
-        serve(replies)
-    except KeyboardInterrupt:
-        pass
+    from attnkata.checker.mock.worker import serve_on_stdout
+
+    serve_on_stdout(serve)
 
 
 if __name__ == "__main__":

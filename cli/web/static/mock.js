@@ -47,9 +47,9 @@
     }, 0);
   });
 
-  async function save(i) {
+  async function save(i, last) {
     clearTimeout(timers[i]);
-    if (!dirty[i] || over) return;
+    if (!dirty[i] || (over && !last)) return;
     var text = sessions[i].getValue();
     saveState.textContent = A.t("web.saving");
     var res = await A.api("PUT", url("file"), { kata: problems[i].kata, text: text, base: bases[i] });
@@ -112,15 +112,11 @@
   async function finish() {
     if (over) return;
     over = true;
-    for (var i = 0; i < problems.length; i++) { if (dirty[i]) { await save2(i); } }
+    for (var i = 0; i < problems.length; i++) { await save(i, true); }
     A.say(A.t("web.grading_session"), "busy");
     var res = await A.api("POST", url("finish"), {});
     if (res.error) { over = false; return A.say(A.errorText(res), "bad"); }
     window.location.href = res.url;
-  }
-  async function save2(i) {
-    var text = sessions[i].getValue();
-    await A.api("PUT", url("file"), { kata: problems[i].kata, text: text, base: bases[i] });
   }
   twice(document.getElementById("finish"), "web.finish_confirm", finish);
 
