@@ -6,7 +6,8 @@ page. It is one key space merged from a few data modules: the engine's own sente
 messages_mock.py ("mock.", "scorecard."), messages_sets.py ("report.", "handout.", "readme.",
 "grade.", "similarity.") and messages_ui.py ("render.", "grid.", "progress.", "mistakes.",
 "html.", "hint.", "notebook.", "schedule.", "list_sep"), messages_diagnose.py ("trace.": the
-diagnosis' trace checks) and messages_web.py ("web.": `kata web`'s pages). A key is defined once (checked here).
+diagnosis' trace checks) and messages_web.py ("web.": `kata web`'s pages). A key is defined
+once (checked here).
 
 `msg(key, lang, **params)` formats one (English for any language but "zh"); `phrase(key, ...)`
 defers the choice of language; `both(key, ...)` gives {"en": ..., "zh": ...} for text stored in
