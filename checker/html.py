@@ -75,6 +75,12 @@ def _pictures(d: Diagnostic, lang: str) -> str:
     return "".join(parts)
 
 
+def pictures_html(d: Diagnostic, lang: str) -> str:
+    """A diagnosis' pictures (mask grids, head maps, a kata's own tables) as HTML tables, for
+    pages that lay out the rest themselves (`kata web`)."""
+    return _pictures(d, lang)
+
+
 def _picture(pic: Any, lang: str) -> str:
     """A kata's own table picture: marked rows in bold, differing cells in red."""
     if not isinstance(pic, dict) or not pic.get("rows"):

@@ -5,8 +5,9 @@ catalogue holds the sentences of the engine, the CLI, mock interviews, problem s
 page. It is one key space merged from a few data modules: the engine's own sentences below, and
 messages_mock.py ("mock.", "scorecard."), messages_sets.py ("report.", "handout.", "readme.",
 "grade.", "similarity.") and messages_ui.py ("render.", "grid.", "progress.", "mistakes.",
-"html.", "hint.", "notebook.", "schedule.", "list_sep") and messages_diagnose.py ("trace.": the
-diagnosis' trace checks). A key is defined once (checked here).
+"html.", "hint.", "notebook.", "schedule.", "list_sep"), messages_diagnose.py ("trace.": the
+diagnosis' trace checks) and messages_web.py ("web.": `kata web`'s pages). A key is defined
+once (checked here).
 
 `msg(key, lang, **params)` formats one (English for any language but "zh"); `phrase(key, ...)`
 defers the choice of language; `both(key, ...)` gives {"en": ..., "zh": ...} for text stored in
@@ -19,7 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnkata.checker import messages_diagnose, messages_mock, messages_sets, messages_ui
+from attnkata.checker import (
+    messages_diagnose,
+    messages_mock,
+    messages_sets,
+    messages_ui,
+    messages_web,
+)
 
 MESSAGES: dict[str, tuple[str, str]] = {
     "syntax_error_title": ("Syntax error", "语法错误"),
@@ -207,6 +214,7 @@ _PARTS = (
     messages_sets.MESSAGES,
     messages_ui.MESSAGES,
     messages_diagnose.MESSAGES,
+    messages_web.MESSAGES,
 )
 for _part in _PARTS:
     _clash = MESSAGES.keys() & _part.keys()

@@ -56,6 +56,7 @@ COMMAND_MODULES = {
     "explain": "mistakes",
     "mock": "mock",
     "set": "sets",
+    "web": "web",
 }
 
 

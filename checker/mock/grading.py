@@ -25,9 +25,12 @@ def jsonable(data: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(data, default=str))
 
 
-def check_result(kata_id: str, path: Path, lang: str, limits: Any = None) -> Any:
+def check_result(
+    kata_id: str, path: Path, lang: str, limits: Any = None, cancel: Any = None
+) -> Any:
     """Grade one file in this process (imports torch); the `Result`. An interview enforces
-    the static policy: a file that imports `os` or reaches `torch._C` fails without running."""
+    the static policy: a file that imports `os` or reaches `torch._C` fails without running.
+    `cancel`: a threading.Event that stops the check (CheckCancelled) when set."""
     from attnkata.checker.runner import check
 
     # keep_session: the live screen's worker re-checks on every save (checker/driver.py).
@@ -38,6 +41,7 @@ def check_result(kata_id: str, path: Path, lang: str, limits: Any = None) -> Any
         lang=lang,
         policy="enforce",
         keep_session=True,
+        cancel=cancel,
     )
 
 

@@ -116,3 +116,34 @@ def chosen_by_user(names: list[str]) -> list[Pick]:
     if len({k.id for k in picks}) != len(picks):
         raise UsageError("--katas lists a kata twice")
     return [Pick(k, 1.0, both("mock.chosen_by_you")) for k in picks]
+
+
+DEFAULT_MINUTES = 45
+
+
+def choose(
+    katas: list[str] | None,
+    *,
+    count: int | None,
+    difficulty: str | None,
+    minutes: int | None,
+    seed: int,
+) -> tuple[list[Pick], int]:
+    """The problems of a new session and its length, as `kata mock start` and `kata web` take
+    them: the katas named (their estimates give the minutes, 30-60, when not given), else
+    picked from the history (weighted towards what is new or keeps going wrong)."""
+    from attnkata.checker.store import History
+
+    if katas is not None:
+        if count is not None or difficulty is not None:
+            raise UsageError("--katas chooses the problems: leave out --count and --difficulty")
+        picks = chosen_by_user(katas)
+        if minutes is None:
+            minutes = min(60, max(30, -(-sum(p.kata.minutes for p in picks) // 5) * 5))
+        return picks, minutes
+    minutes = DEFAULT_MINUTES if minutes is None else minutes
+    with History() as h:
+        stats, mistakes = h.stats(), h.mistake_counts()
+    return pick(
+        candidates(difficulty), stats, mistakes, seed=seed, count=count, minutes=minutes
+    ), minutes

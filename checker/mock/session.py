@@ -79,6 +79,8 @@ class Problem:
     hints: list[str] = field(default_factory=list)
     checkpoint: dict[str, Any] | None = None  # {"t": clock time, "sha": content hash}
     snapshot_note: str = ""  # how the graded version was chosen, when it is not the file on disk
+    # `kata web`'s replay: every save, run, submit and paste, in order (checker/mock/replay.py)
+    timeline: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def last_check(self) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -49,14 +50,21 @@ def _serve(replies: IO[str]) -> None:
         replies.flush()
 
 
-def main() -> None:
+def serve_on_stdout(serve: Callable[[IO[str]], None]) -> None:
+    """Run `serve(replies)` with `replies` on the original stdout and file descriptor 1 sent to
+    stderr: whatever else writes there (pytest, a stray print) cannot garble a reply. Also the
+    protocol of `kata web`'s grading process (cli/web/worker.py)."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        _serve(replies)
+        serve(replies)
     except KeyboardInterrupt:
         pass
+
+
+def main() -> None:
+    serve_on_stdout(_serve)
 
 
 if __name__ == "__main__":

@@ -523,7 +523,9 @@ def _esc(text: str) -> str:
     return html.escape(clean(str(text)))
 
 
-def render_html(cr: ClassResults) -> str:
+def render_html(cr: ClassResults, *, head: str = "", extra: str = "") -> str:
+    """The class report as one HTML document; `head` and `extra` (trusted markup) go at the end
+    of its head and of its body (`kata web` adds its script and the students' code)."""
     lang = cr.lang
     m = cr.manifest
     esc = _esc
@@ -643,9 +645,47 @@ def render_html(cr: ClassResults) -> str:
     return (
         f'<!DOCTYPE html>\n<html lang="{doc_lang}"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{esc(m.title)} · '
-        f"{msg('report.report', lang)}</title><style>{CSS}</style></head><body><main>\n"
+        f"{msg('report.report', lang)}</title><style>{CSS}</style>{head}</head><body><main>\n"
         + "\n".join(body)
-        + "\n</main></body></html>\n"
+        + f"\n{extra}</main></body></html>\n"
+    )
+
+
+def load(bundle: Path, out: Path) -> ClassResults:
+    """The class results that `kata set grade` wrote to `out` (its results.json), read back for
+    a report drawn again (`kata web --set SETDIR --grades DIR`)."""
+    from attnkata.checker.errors import UsageError
+    from attnkata.checker.sets.manifest import verify_bundle
+
+    path = Path(out) / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(
+            f"{path} is missing", "give --grades the folder `kata set grade` wrote"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path} is damaged: {exc}") from None
+    manifest, warnings = verify_bundle(Path(bundle))
+    entries: dict[tuple[str, str], Entry] = {}
+    students = []
+    for row in data.get("students", []):
+        students.append(row["student"])
+        for kata, e in row["katas"].items():
+            entries[(row["student"], kata)] = Entry(student=row["student"], kata=kata, **e)
+    graded = {kata for _, kata in entries}
+    manifest.katas = [k for k in manifest.katas if k.id in graded]
+    return ClassResults(
+        manifest=manifest,
+        bundle=Path(bundle),
+        submissions=Path(out),
+        out=Path(out),
+        students=students,
+        entries=entries,
+        lang=data.get("lang", "en"),
+        warnings=[*data.get("warnings", []), *warnings],
+        stats=data.get("stats", {}),
+        graded_at=data.get("graded_at", ""),
     )
 
 

@@ -636,3 +636,122 @@ def public_template() -> str:
     """The public test file's text (`public_test_template.py`: real Python with placeholders,
     linted like the rest)."""
     return (Path(__file__).parent / "public_test_template.py").read_text(encoding="utf-8")
+
+
+# -- running the samples against a sandboxed candidate (`kata web`'s Run button) -------------
+def _mismatch(got: Any, want: Any, atol: float, rtol: float, what: str) -> str | None:
+    """Why `got` is not `want` within atol + rtol * |want| (None when it is)."""
+    if isinstance(want, torch.Tensor | np.ndarray):
+        if not isinstance(got, type(want)):
+            return f"{what}: expected a {type(want).__name__} {tuple(want.shape)}, got {type(got).__name__}"
+        g, w = torch.as_tensor(got), torch.as_tensor(want)
+        if tuple(g.shape) != tuple(w.shape):
+            return f"{what}: expected shape {tuple(w.shape)}, got {tuple(g.shape)}"
+        if g.dtype != w.dtype:
+            return f"{what}: expected dtype {w.dtype} (the input's), got {g.dtype}"
+        if not w.is_floating_point():
+            differ = int((g != w).sum())
+            return f"{what}: {differ} entries differ" if differ else None
+        g64, w64 = g.detach().double(), w.double()
+        same = (g64 == w64) | (g64.isnan() & w64.isnan())
+        err = torch.where(same, torch.zeros_like(g64), (g64 - w64).abs().nan_to_num(nan=math.inf))
+        over = err > atol + rtol * w64.abs().nan_to_num(posinf=0.0, neginf=0.0)
+        if not bool(over.any()):
+            return None
+        idx = tuple(int(i) for i in over.nonzero()[0])
+        return (
+            f"{what}: {int(over.sum())} of {err.numel()} values differ; first at {list(idx)}: "
+            f"expected {w64[idx].item():.6g}, got {g64[idx].item():.6g}"
+        )
+    if isinstance(want, tuple | list):
+        if not isinstance(got, tuple | list) or len(got) != len(want):
+            return f"{what}: expected a sequence of {len(want)}, got {type(got).__name__}"
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            if (why := _mismatch(a, b, atol, rtol, f"{what}[{i}]")) is not None:
+                return why
+        return None
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or set(got) != set(want):
+            return f"{what}: expected the keys {sorted(want)}"
+        return next(
+            (w for k in want if (w := _mismatch(got[k], want[k], atol, rtol, f"{what}[{k!r}]"))),
+            None,
+        )
+    if isinstance(want, float):
+        ok = isinstance(got, int | float) and math.isclose(got, want, rel_tol=rtol, abs_tol=atol)
+        return None if ok else f"{what}: expected {want!r}, got {got!r}"
+    return None if got == want else f"{what}: expected {want!r}, got {got!r}"
+
+
+def _run_case(candidate: Any, case: dict[str, Any]) -> str | None:
+    """Replay one sample's steps on `candidate`; why it failed, or None."""
+    modules: dict[Any, Any] = {}
+    for step in case["steps"]:
+        op = step["op"]
+        if op == "new":
+            dtype = decode(step["dtype"]) if "dtype" in step else None
+            modules[step["handle"]] = candidate.new(
+                step["name"], decode(step["args"]), decode(step["kwargs"]), dtype=dtype
+            )
+        elif op == "to":
+            modules[step["handle"]].to(decode(step["dtype"]))
+        elif op == "load_state":
+            modules[step["handle"]].load_state(decode(step["state"]))
+        elif op == "call":
+            grad = {
+                "grad_wrt": tuple(step.get("grad_wrt") or ()),
+                "grad_output": decode(step.get("grad_output")),
+            }
+            args, kwargs = decode(step["args"]), decode(step["kwargs"])
+            if step.get("handle") is not None:
+                out = modules[step["handle"]].call(args, kwargs, method=step.get("method"), **grad)
+            else:
+                out = candidate.call(step["name"], args, kwargs, **grad)
+            why = _mismatch(
+                out.value, decode(step["expect"]), step["atol"], step["rtol"], step["what"]
+            )
+            if why is None and step.get("grad_wrt"):
+                why = _mismatch(
+                    list(out.grads or []),
+                    decode(step["expect_grads"]),
+                    step["grad_atol"],
+                    step["grad_rtol"],
+                    step["what"] + " gradients",
+                )
+            if why is not None:
+                return why
+    return None
+
+
+def run_samples(
+    doc: dict[str, Any], path: Path, source: str, limits: Any, lang: str
+) -> dict[str, Any]:
+    """Run the public samples of `doc` (`build_samples`) on the candidate's `source`, in the
+    sandbox as `kata check` runs it: the mock interview's Run button. Each case: its call,
+    pass / fail and why."""
+    from attnkata.checker.proxy import Candidate, CandidateFailure
+
+    cases = []
+    with Candidate(path, limits, source=source) as candidate:
+        candidate.start()
+        for case in doc["cases"]:
+            what = next((s["what"] for s in case["steps"] if s["op"] == "call"), case["id"])
+            try:
+                why = _run_case(candidate, case)
+            except CandidateFailure as exc:
+                why = exc.text(lang)
+            cases.append(
+                {
+                    "id": case["id"],
+                    "what": what,
+                    "status": "fail" if why else "pass",
+                    "message": why or "",
+                }
+            )
+    passed = sum(c["status"] == "pass" for c in cases)
+    return {
+        "status": "pass" if cases and passed == len(cases) else "fail",
+        "passed": passed,
+        "total": len(cases),
+        "cases": cases,
+    }

@@ -25,7 +25,6 @@ from attnkata.checker.mock import followups, grading, picker, scorecard
 from attnkata.checker.mock import session as sess
 from attnkata.checker.mock.live import DEADLINE, ELSEWHERE, QUIT, clock_text
 from attnkata.checker.mock.session import Session
-from attnkata.checker.store import History
 from attnkata.checker.textsafe import clean
 from attnkata.cli.console import err, out, print_json, write_text
 from attnkata.cli.options import JsonOption, LangOption, resolve_lang
@@ -575,19 +574,13 @@ def start(
     countdown screen."""
     lang = resolve_lang(lang)
     seed = secrets.randbelow(2**31) if seed is None else seed
-    if katas is not None:
-        if count is not None or difficulty is not None:
-            raise UsageError("--katas chooses the problems: leave out --count and --difficulty")
-        picks = picker.chosen_by_user([x for x in katas.replace(" ", ",").split(",") if x])
-        if minutes is None:
-            minutes = min(60, max(30, -(-sum(p.kata.minutes for p in picks) // 5) * 5))
-    else:
-        minutes = DEFAULT_MINUTES if minutes is None else minutes
-        with History() as h:
-            stats, mistakes = h.stats(), h.mistake_counts()
-        picks = picker.pick(
-            picker.candidates(difficulty), stats, mistakes, seed=seed, count=count, minutes=minutes
-        )
+    picks, minutes = picker.choose(
+        None if katas is None else [x for x in katas.replace(" ", ",").split(",") if x],
+        count=count,
+        difficulty=difficulty,
+        minutes=minutes,
+        seed=seed,
+    )
     s = sess.create(
         [p.kata for p in picks],
         {p.kata.id: p.reason for p in picks},

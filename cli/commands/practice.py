@@ -8,6 +8,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -56,9 +57,9 @@ def _when(due: datetime | None, now: datetime) -> str:
     return "in " + _fmt_seconds((due - now).total_seconds())
 
 
-def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
-    """The katas with difficulty, minutes and your status (due: time to review it)."""
-    lang = resolve_lang(lang)
+def kata_rows(lang: str) -> list[dict]:
+    """`kata list`'s rows (also the web page's list): id, title, difficulty, minutes, status,
+    best time to pass, due."""
     katas = catalog.summaries()
     with History() as h:
         stats = h.stats()
@@ -77,6 +78,14 @@ def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
                 "due": plans[k.id].is_due(now),
             }
         )
+    return rows
+
+
+def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
+    """The katas with difficulty, minutes and your status (due: time to review it)."""
+    lang = resolve_lang(lang)
+    katas = catalog.summaries()
+    rows = kata_rows(lang)
     if json_out:
         print_json(rows)
         return
@@ -360,10 +369,18 @@ def hint(
     lang: LangOption = None,
 ) -> None:
     """Show the next hint for KATA (a hint for your last diagnosed mistake comes first)."""
-    from attnkata.checker.mock.session import ACTIVE, blocking_session
-
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
+    label, text = next_hint(k, level, lang)
+    out.print(f"[bold]{msg('hint.title', lang)} {label}[/] ({k.id})")
+    out.print(text)
+
+
+def next_hint(k: catalog.Kata, level: int | None, lang: str) -> tuple[str, str]:
+    """The hint `kata hint` shows (and records): (its label, its text). One for the last
+    diagnosed mistake comes first; `level` asks for a progressive one by number."""
+    from attnkata.checker.mock.session import ACTIVE, blocking_session
+
     if (mock := blocking_session(k.id)) is not None and mock.state == ACTIVE:
         # In a mock interview hints cost points; they are given (and charged) by the session.
         raise UsageError(
@@ -389,8 +406,7 @@ def hint(
             chosen, hid = hints[n - 1], f"level:{n}"
             label = f"{n}/{len(hints)}"
         h.record_event(k.id, "hint", {"id": hid})
-    out.print(f"[bold]{msg('hint.title', lang)} {label}[/] ({k.id})")
-    out.print(chosen.text.get(lang))
+    return label, chosen.text.get(lang)
 
 
 def solution(
@@ -398,29 +414,42 @@ def solution(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Show it without asking.")] = False,
 ) -> None:
     """Show the reference solution of KATA (asks first unless you already passed it)."""
-    from attnkata.checker.mock.session import blocking_session, refusal
-    from attnkata.checker.skeleton import reference_path, strip_markers
 
-    k = catalog.get_kata(kata)
-    if (mock := blocking_session(k.id)) is not None:
-        raise UsageError(*refusal(mock, k.id))
-    with History() as h:
-        passed = any(r["status"] == "pass" for r in h.attempts(k.id, limit=1000))
-        if not (passed or yes):
-            if not sys.stdin.isatty():
-                raise UsageError(
-                    "you have not passed this kata yet", "pass --yes to see the solution anyway"
-                )
-            if not typer.confirm(
-                "You have not passed this kata yet. Show the reference solution?", default=False
-            ):
-                raise typer.Exit(1)
-        h.record_event(k.id, "solution", {"after_pass": passed})
-    code = strip_markers(reference_path(k.id).read_text(encoding="utf-8"))
+    def confirm() -> bool:
+        if not sys.stdin.isatty():
+            raise UsageError(
+                "you have not passed this kata yet", "pass --yes to see the solution anyway"
+            )
+        if not typer.confirm(
+            "You have not passed this kata yet. Show the reference solution?", default=False
+        ):
+            raise typer.Exit(1)
+        return True
+
+    code = reveal_solution(catalog.get_kata(kata), lambda: yes or confirm())
     from rich.syntax import Syntax  # pygments: only where code is shown
 
     # Long lines wrap (with the line number kept) instead of being cut at the terminal's edge.
     out.print(Syntax(code, "python", line_numbers=True, theme="ansi_dark", word_wrap=True))
+
+
+def reveal_solution(k: catalog.Kata, confirmed: Callable[[], bool]) -> str:
+    """The reference solution, as `kata solution` shows it (and records): refused during a
+    mock interview of that kata; before a pass, only when `confirmed()` says yes (else a
+    UsageError)."""
+    from attnkata.checker.mock.session import blocking_session, refusal
+    from attnkata.checker.skeleton import reference_path, strip_markers
+
+    if (mock := blocking_session(k.id)) is not None:
+        raise UsageError(*refusal(mock, k.id))
+    with History() as h:
+        passed = any(r["status"] == "pass" for r in h.attempts(k.id, limit=1000))
+        if not (passed or confirmed()):
+            raise UsageError(
+                "you have not passed this kata yet", "confirm to see the solution anyway"
+            )
+        h.record_event(k.id, "solution", {"after_pass": passed})
+    return strip_markers(reference_path(k.id).read_text(encoding="utf-8"))
 
 
 def history(
