@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnkata.checker.compare import assert_close, assert_no_mutation, describe
+from attnkata.checker.compare import assert_close, assert_no_mutation, split_out_and_cache
 from attnkata.checker.probes import cast, randn
 from attnkata.reference import attention_sinks as ref
 
@@ -71,18 +71,7 @@ def step(
         baseline = ref.sink_attention(*args, **kwargs) if dtype != torch.float64 else None
     outcome = pending.result()
     assert_no_mutation(outcome, case=case)
-    value = outcome.value
-    if not (
-        isinstance(value, tuple | list)
-        and len(value) == 2
-        and isinstance(value[1], tuple | list)
-        and len(value[1]) == 2
-    ):
-        raise AssertionError(
-            f"{case}: sink_attention must return (out, (k_cache, v_cache)); yours returned "
-            f"{describe(value)}"
-        )
-    out, (kc, vc) = value[0], value[1]
+    out, kc, vc = split_out_and_cache(outcome.value, case=case, returns=FN)
     for name, got, want in (("k_cache'", kc, expected[1][0]), ("v_cache'", vc, expected[1][1])):
         if isinstance(got, torch.Tensor) and got.dim() == 4 and got.shape[2] != want.shape[2]:
             raise AssertionError(

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from attnkata.checker.diagnose.inputs import Probe, strict_mask, with_empty_rows
+from attnkata.checker.diagnose.pictures import table
 from attnkata.checker.probes import randn
 from attnkata.reference import alibi as ref
 
@@ -320,8 +321,8 @@ def _bias_picture(value: Any) -> dict[str, Any] | None:
         )
     if not differs:
         return None
-    return {
-        "caption": {
+    return table(
+        {
             "en": f"The bias each head adds for query i = 0 (at p = S - L + i = {p}) over keys "
             f"j = 0 .. {BIAS_S - 1}, H = {BIAS_H}, is_causal=False; yours read from your output "
             "with q = k = 0 (each row shifted so that its largest value is 0)",
@@ -329,16 +330,15 @@ def _bias_picture(value: Any) -> dict[str, Any] | None:
             f"偏置，H = {BIAS_H}，is_causal=False；你的偏置从 q = k = 0 时你的输出读出（每行平移到"
             "最大值为 0）",
         },
-        "columns": [
+        [
             {"en": "head", "zh": "头"},
             {"en": "slope m_h", "zh": "斜率 m_h"},
             {"en": "bias (contract: -m_h |p - j|)", "zh": "偏置（约定：-m_h |p - j|）"},
             {"en": "bias (yours)", "zh": "偏置（你的）"},
         ],
-        "rows": rows,
-        "marked": sorted({r for r, _ in differs}),
-        "differs": differs,
-    }
+        rows,
+        differs,
+    )
 
 
 def _slopes_picture(value: Any) -> dict[str, Any] | None:
@@ -353,22 +353,21 @@ def _slopes_picture(value: Any) -> dict[str, Any] | None:
         rows.append([h, _num(want[h]), _num(got[h])])
     if not differs:
         return None
-    return {
-        "caption": {
+    return table(
+        {
             "en": "alibi_slopes(12): c = 8, so the eight slopes of 8 heads, then every other "
             "slope of 16 heads (2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5)",
             "zh": "alibi_slopes(12)：c = 8，先是 8 个头的八个斜率，再是 16 个头的斜率中每隔一个取一个"
             "（2^-0.5、2^-1.5、2^-2.5、2^-3.5）",
         },
-        "columns": [
+        [
             {"en": "head", "zh": "头"},
             {"en": "slope (contract)", "zh": "斜率（约定）"},
             {"en": "slope (yours)", "zh": "斜率（你的）"},
         ],
-        "rows": rows,
-        "marked": sorted({r for r, _ in differs}),
-        "differs": differs,
-    }
+        rows,
+        differs,
+    )
 
 
 BIAS_IDS = (

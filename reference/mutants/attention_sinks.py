@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from attnkata.checker.diagnose.inputs import Probe
+from attnkata.checker.diagnose.pictures import table
 from attnkata.checker.probes import randn
 from attnkata.reference import attention_sinks as ref
 
@@ -275,8 +276,8 @@ def cache_picture(p: Probe, got: list[tuple[Any, Any]] | None) -> dict[str, Any]
                 differs.append([t, 4 + c])
         rows.append([label, t, *contract, *yours])
     C, L = p.params["C"], p.params["L"]
-    return {
-        "caption": {
+    return table(
+        {
             "en": f"The cache before and after eviction: n_sink = {n_sink}, window = {window}, "
             f"C = {C} cached + L = {L} new = {T} tokens (token t sits at position t before); "
             "after, each kept token's slot and the position its key is rotated at",
@@ -284,7 +285,7 @@ def cache_picture(p: Probe, got: list[tuple[Any, Any]] | None) -> dict[str, Any]
             f"L = {L} 个新的 = {T} 个 token（淘汰前 token t 位于位置 t）；淘汰后，每个保留的 "
             "token 所在的槽位，以及它的键所旋转到的位置",
         },
-        "columns": [
+        [
             {"en": "token", "zh": "token"},
             {"en": "position before", "zh": "淘汰前位置"},
             {"en": "slot (contract)", "zh": "槽位（约定）"},
@@ -292,10 +293,9 @@ def cache_picture(p: Probe, got: list[tuple[Any, Any]] | None) -> dict[str, Any]
             {"en": "slot (yours)", "zh": "槽位（你的）"},
             {"en": "position (yours)", "zh": "位置（你的）"},
         ],
-        "rows": rows[:12],
-        "marked": sorted({r for r, _ in differs if r < 12}),
-        "differs": [c for c in differs if c[0] < 12],
-    }
+        rows,
+        differs,
+    )
 
 
 def finding_data(
