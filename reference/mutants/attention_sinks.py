@@ -265,7 +265,7 @@ def cache_picture(p: Probe, got: list[tuple[Any, Any]] | None) -> dict[str, Any]
     rows: list[list[Any]] = []
     differs: list[list[int]] = []
     for t in range(T):
-        label = f"{t} (sink)" if t < n_sink else str(t)
+        label = {"en": f"{t} (sink)", "zh": f"{t}（sink）"} if t < n_sink else str(t)
         contract = [want[t], want[t]] if t in want else [None, dropped]
         if got is None:
             yours: list[Any] = [None, unread]
