@@ -22,7 +22,7 @@ import torch
 
 from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.pictures import table
-from attnkata.checker.probes import randn
+from attnkata.checker.probes import cast, randn
 from attnkata.reference import attention_sinks as ref
 
 ENTRY = "sink_attention"
@@ -179,14 +179,7 @@ def probes() -> list[Probe]:
         Probe(
             "float32, decode against a full cache",
             ENTRY,
-            tuple(
-                a.float()
-                if isinstance(a, torch.Tensor)
-                else tuple(c.float() for c in a)
-                if isinstance(a, tuple)
-                else a
-                for a in decode.args
-            ),
+            cast(decode.args, torch.float32),
             params=decode.params,
             dtype=torch.float32,
             name_zh="float32，对满缓存解码",
