@@ -209,6 +209,22 @@ def assert_close_parts(
         )
 
 
+def split_out_and_cache(value: Any, *, case: str, returns: str) -> tuple[Any, Any, Any]:
+    """(out, k_cache, v_cache) of a value that must be `(out, (k_cache, v_cache))` (a cached
+    attention step); `returns` names what returned it in the message (e.g. "forward")."""
+    if not (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and isinstance(value[1], tuple | list)
+        and len(value[1]) == 2
+    ):
+        raise AssertionError(
+            f"{case}: {returns} must return (out, (k_cache, v_cache)); yours returned "
+            f"{describe(value)}"
+        )
+    return value[0], value[1][0], value[1][1]
+
+
 def assert_equal_mask(got: Any, expected: torch.Tensor, *, case: str, what: str = "mask") -> None:
     """Exact comparison for boolean masks, showing the first rows that differ."""
     prefix = f"{case}: {what}"

@@ -65,6 +65,14 @@ SYMBOLS: dict[str, str] = {
     "inputs": "some input shapes",
     "layer_note": "the names and shapes of its layers decide nothing.",
     "P": "P",  # cached tokens (kv-cache, mla-decode)
+    "C": "C",  # attention-sinks: cached tokens, T = C + L, N = n_sink + window, e evicted
+    "T": "T",
+    "N": "n_sink + window",
+    "n_sink": "n_sink",
+    "e": "e",
+    "c": "c",  # alibi: the closest power of two <= H, head 0's slope, the slopes after c
+    "m0": "m_0",
+    "extra_slopes": "2^(-4(2t+1)/c), t = 0 .. H - c - 1",
     "top_k": "top_k",
     "block": "block",
     "window": "window",

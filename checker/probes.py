@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from attnkata.checker.compare import assert_close, assert_close_parts, assert_no_mutation
-from attnkata.checker.proxy import Candidate, CandidateMemory, Outcome
+from attnkata.checker.proxy import Candidate, CandidateMemory, CandidateRaised, Outcome
 from attnkata.checker.sandbox.autograd import backward
 from attnkata.checker.seeds import secret_salt
 
@@ -122,6 +122,23 @@ def check_call(
     else:
         assert_close(outcome.value, expected, case=case, baseline=baseline)
     return outcome
+
+
+def expect_value_error(solution: Candidate, name: str, args: tuple, *, call: str, why: str) -> None:
+    """The candidate's `name(*args)` must raise ValueError. `call` is how the message writes
+    the call (e.g. "alibi_slopes(0)"), `why` the reason the contract gives."""
+    try:
+        out = solution.call(name, args)
+    except CandidateRaised as exc:
+        if exc.exc_type != "ValueError":
+            raise AssertionError(
+                f"{call} must raise ValueError ({why}); yours raised {exc.exc_type}: "
+                f"{exc.exc_message[:200]}"
+            ) from None
+        return
+    raise AssertionError(
+        f"{call} must raise ValueError ({why}); yours returned {out.value.__class__.__name__}"
+    )
 
 
 def check_grads(

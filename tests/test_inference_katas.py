@@ -1,11 +1,13 @@
-"""The inference katas (rope, kv-cache, mla-decode): what the shared suites do not cover.
+"""The inference katas (rope, kv-cache, mla-decode, attention-sinks, alibi): what the shared
+suites do not cover.
 
 - mla-decode's right-but-naive solution (per-head keys/values of the whole cache) fails
   exactly the `efficient` tier;
 - a cache passed as a tuple of tensors travels to the candidate and back: casting, and
   in-place writes into it are caught by the grader;
-- the pictures of the diagnoses (feature pairing, position timeline, cache shapes) are there
-  and JSON-serialisable.
+- the pictures of the diagnoses (feature pairing, position timeline, cache shapes, the sink
+  cache before and after eviction, ALiBi's bias and slopes per head) are there and
+  JSON-serialisable.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ def _diagnosis(kata: str, fixture: str) -> dict:
         ("rope", "rope-wrong-layout", {2}),  # the candidate's partner column
         ("kv-cache", "cache-positions-restart", {4}),  # the positions it used
         ("kv-cache", "cache-stores-repeated-heads", {2, 3}),  # its k and v shapes
+        ("attention-sinks", "sink-tokens-evicted", {4, 5}),  # its slots and positions
+        ("alibi", "alibi-bias-not-symmetric", {3}),  # the bias its output shows
+        ("alibi", "alibi-slopes-wrong-for-non-power-of-two", {2}),  # its slopes
     ],
 )
 def test_pictures(kata, fixture, columns):
@@ -74,6 +79,17 @@ def test_position_timeline_reads_the_positions_the_code_used():
     # (step, P, i, expected P + i, used): prefill right, then every step restarts at 0.
     assert [r[4] for r in rows if r[0] == "prefill"] == [r[3] for r in rows if r[0] == "prefill"]
     assert [r[4] for r in rows if r[0] != "prefill"] == [r[2] for r in rows if r[0] != "prefill"]
+
+
+def test_sink_cache_picture_reads_each_slots_token_and_position():
+    # (token, position before, slot and position by the contract, yours): rotated by +e, each
+    # kept window key lands 2e positions past its slot; the sinks (labelled in both languages)
+    # and the slots are right.
+    rows = _diagnosis("attention-sinks", "rerotation-wrong-direction")["pictures"][0]["rows"]
+    kept = [r for r in rows if r[2] is not None]
+    e = len(rows) - len(kept)
+    assert e and [r[4] for r in kept] == [r[2] for r in kept]
+    assert [r[5] - r[3] for r in kept] == [0 if isinstance(r[0], dict) else 2 * e for r in kept]
 
 
 def test_cache_written_in_place_is_caught_by_the_grader():

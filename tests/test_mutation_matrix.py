@@ -103,7 +103,7 @@ def test_correct_solution_gets_no_essential_diagnosis(kata_id: str, path: Path) 
 def test_every_kata_mistake_in_scope_has_a_fixture() -> None:
     """The function katas' catalogued mistakes each have a fixture (the module katas' are
     added with their mutants)."""
-    scope = ["sdpa", "sdpa-numpy", "causal-mask", "sliding-window"]
+    scope = ["sdpa", "sdpa-numpy", "causal-mask", "sliding-window", "attention-sinks", "alibi"]
     # Mistakes that cannot be written alone in a banded sliding window: -1e9 on an empty
     # window gives the mean of zero padding, i.e. the right zeros.
     impossible = {("sliding-window", "fully-masked-row-uniform")}

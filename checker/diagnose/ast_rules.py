@@ -179,9 +179,11 @@ RULES: dict[str, list[str]] = {
     "rope-wrong-layout": [r"::\s*2|rotate|cat\s*\(|stack\s*\("],
     "latent-queries-from-input": [r"q_proj|query"],
     "dtype-not-preserved": [
-        r"\.double\s*\(|\.float\s*\(|dtype\s*=|np\.sqrt|torch\.tensor\s*\(|astype|float64|float32"
+        # the casts first: a `dtype=` line is more often the right one (a bool mask, an arange)
+        r"\.double\s*\(|\.float\s*\(|np\.sqrt|astype",
+        r"dtype\s*=|torch\.tensor\s*\(|float64|float32",
     ],
-    "input-mutated": [r"\.(?!__)\w+_\s*\(|[+\-*/]=(?!=)|\[[^\]]*\]\s*=(?!=)"],
+    "input-mutated": [r"\.(?!__)\w+_\s*\(|[+\-*/&|]=(?!=)|\[[^\]]*\]\s*=(?!=)"],
     "topk-before-mask": [r"topk|kthvalue|sort\s*\(", r"masked_fill"],
     "topk-softmax-not-renormalized": [r"softmax|\bexp\s*\(", r"topk"],
     "topk-wrong-dim": [
@@ -238,7 +240,46 @@ RULES: dict[str, list[str]] = {
     ],
     "rope-on-values": [r"\b(?:rope|rotate|apply_rotary\w*|apply_rope)\s*\(\s*v\w*\b"],
     "cache-rerotated": [
-        r"\b(?:rope|rotate\w*|apply_rotary\w*|apply_rope|_rot\w*)\s*\([^)]*(?:arange\s*\(\s*(?:\w+\.shape\s*\[\s*\d\s*\]|S|P\s*\+\s*L)|_all\b)"
+        r"\b(?:rope|rotate\w*|apply_rotary\w*|apply_rope|_rot\w*)\s*\([^)]*(?:arange\s*\(\s*(?:\w+\.shape\s*\[\s*\d\s*\]|S|P\s*\+\s*L)|_all\b)",
+        # attention-sinks: the concatenation of T = C + L keys rotated at 0 .. T - 1
+        r"\b(?:rope|rotate\w*|apply_rotary\w*|apply_rope|_rot\w*)\s*\([^)]*arange\s*\(\s*(?:T|C\s*\+\s*L)\s*\)",
+    ],
+    # Attention sinks: the cut of the cache and the rotation of the kept window.
+    "sink-tokens-evicted": [
+        r"\[[^\]]*-\s*\(?\s*\w+[^\]:]*:\s*\]|\[[^\]]*\b\w*(?:e|evict\w*|drop\w*|shift|start)\s*:\s*\]",
+        r"\bcat\s*\(|\bwindow\b",
+    ],
+    "positions-not-reassigned": [
+        r"\[[^\]]*n_sink\w*\s*\+\s*\w+\s*:\s*\]|\[[^\]]*-\s*\(?\s*window\b",
+        r"\bcat\s*\(",
+    ],
+    "rerotation-wrong-direction": [
+        r"\b(?:rope|rotate\w*|apply_rotary\w*|apply_rope|_rot\w*|turn)\s*\([^)]*(?:full|shift|\be\b|evict|drop)",
+        r"re_?(?:rotation_)?(?:cos|sin)\w*\s*=|\bshift\w*\s*=",
+        r"\bsin\b",
+    ],
+    # ALiBi: the slopes, the bias line, the query positions, the scores line.
+    "alibi-slopes-wrong-for-non-power-of-two": [
+        r"\bslopes?\w*\s*=[^\n]*(?:\+|\bcat\s*\(|\[\s*0?\s*:|\(\s*(?:n|n_heads|num_heads)\s*\))",
+        r"\*\*\s*\(?\s*-\s*\(?\s*8|log2|\[\s*0?\s*::\s*2\s*\]",
+        r"slope",
+    ],
+    "alibi-bias-sign": [
+        r"\b(?:bias|alibi)\w*\s*=(?!=)",
+        r"slope",
+    ],
+    "alibi-distance-top-left": [
+        r"arange\s*\(\s*(?:L|\w*len\w*|\w+\.shape\s*\[\s*-?2\s*\]|\w+\.size\s*\(\s*-?2\s*\))\s*\)",
+        r"\babs\s*\(|\bdist\w*\s*=|\brel\w*\s*=",
+    ],
+    "alibi-bias-scaled": [
+        r"\([^\n]*(?:@|matmul|einsum|baddbmm)[^\n]*\+[^\n]*\)\s*(?:\*|/)"
+        r"|(?:\*|/)\s*\([^\n]*(?:@|matmul|einsum)[^\n]*\+[^\n]*\)",
+        r"\bscale\b[^\n]*(?:@|matmul|einsum|bias|alibi)|(?:@|matmul|einsum|bias|alibi)[^\n]*\bscale\b",
+    ],
+    "alibi-bias-not-symmetric": [
+        r"clamp|relu|slope\w*[^\n]*\*[^\n]*(?:arange|k_pos|pos\w*)\b|(?:arange|k_pos)[^\n]*\*[^\n]*slope",
+        r"\b(?:bias|alibi)\w*\s*=(?!=)",
     ],
     "mla-absorb-wrong-slice": [
         r"kv_b\w*\.weight\s*\[|\bw\w*\s*\[\s*:?\s*\w+\s*\*\s*\w+\s*:?\s*\]",

@@ -16,7 +16,12 @@ import copy
 import pytest
 import torch
 
-from attnkata.checker.compare import assert_close, assert_no_mutation, describe
+from attnkata.checker.compare import (
+    assert_close,
+    assert_no_mutation,
+    describe,
+    split_out_and_cache,
+)
 from attnkata.checker.probes import cast, randn
 from attnkata.checker.sandbox.autograd import backward
 from attnkata.checker.weights import build_module, load_reference_weights, seeded_
@@ -81,18 +86,7 @@ class Graded:
         outcome = self.module.call((x,) if cache is None else (x, cache))
         case += self.mapping.note()
         assert_no_mutation(outcome, case=case)
-        value = outcome.value
-        if not (
-            isinstance(value, tuple | list)
-            and len(value) == 2
-            and isinstance(value[1], tuple | list)
-            and len(value[1]) == 2
-        ):
-            raise AssertionError(
-                f"{case}: forward must return (out, (k_cache, v_cache)); yours returned "
-                f"{describe(value)}"
-            )
-        out, (k, v) = value[0], value[1]
+        out, k, v = split_out_and_cache(outcome.value, case=case, returns="forward")
         expected = self.expected(x, cache, torch.float64)
         baseline = self.expected(x, cache, self.dtype) if self.dtype != torch.float64 else None
         check_cache_shape((k, v), expected[1], case=case, heads=self.init[1])

@@ -14,8 +14,7 @@ import pytest
 import torch
 
 from attnkata.checker.compare import assert_close, assert_no_mutation
-from attnkata.checker.probes import check_call, check_grads, randn
-from attnkata.checker.proxy import CandidateRaised
+from attnkata.checker.probes import check_call, check_grads, expect_value_error, randn
 from attnkata.reference import rope as ref
 
 FN = "apply_rope"
@@ -156,19 +155,13 @@ def test_keyword_arguments(solution):
 @pytest.mark.tier("edge")
 def test_odd_dim_raises(solution):
     x, positions = randn(B, H, L, 7, seed=8), torch.arange(L)
-    try:
-        out = solution.call(FN, (x, positions))
-    except CandidateRaised as exc:
-        assert exc.exc_type == "ValueError", (
-            f"apply_rope on x with d = 7 must raise ValueError (features are rotated in pairs); "
-            f"yours raised {exc.exc_type}: {exc.exc_message[:200]}"
-        )
-    else:
-        pytest.fail(
-            f"apply_rope on x with d = 7 must raise ValueError (features are rotated in pairs); "
-            f"yours returned {out.value.__class__.__name__}",
-            pytrace=False,
-        )
+    expect_value_error(
+        solution,
+        FN,
+        (x, positions),
+        call="apply_rope on x with d = 7",
+        why="features are rotated in pairs",
+    )
 
 
 @pytest.mark.tier("edge")
