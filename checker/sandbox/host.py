@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from attnkata.checker.errors import KataError
 
@@ -287,6 +287,42 @@ def requested_mode() -> str:
     return mode
 
 
+class Usage(NamedTuple):
+    cpu: float  # seconds of CPU (user + system), the reaped children's included
+    running: bool  # a process of the tree is running or runnable (state R)
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def tree_usage(root: int) -> Usage | None:
+    """Usage of `root` and every process below it, from /proc (the kernel's own counts: a
+    candidate cannot change them). None where /proc is not there."""
+    cpu, running, stack, seen = 0, False, [root], set()
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # it ended meanwhile: its time is in its parent's reaped children
+        except OSError:
+            return None
+        running |= fields[0] == b"R"
+        cpu += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                    stack.extend(int(c) for c in fh.read().split())
+            except OSError:
+                continue
+    return Usage(cpu / _TICK, running)
+
+
 class Zygote:
     """One running zygote. `spawn` a candidate, `kill` it, `close` the whole sandbox."""
 
@@ -359,6 +395,13 @@ class Zygote:
             else "none",
             "note": self.note,
         }
+
+    def usage(self) -> Usage | None:
+        """What the kernel says the sandbox's processes have done: CPU seconds used so far by
+        all of them (the zygote's, its spare's and the candidate's; only a candidate's call
+        moves it), and whether any of them is running or waiting for a CPU now. None where
+        /proc cannot tell (not Linux): callers fall back to the wall clock."""
+        return tree_usage(self.proc.pid)
 
     def alive(self) -> bool:
         return self.failed is None and self.proc.poll() is None
