@@ -12,6 +12,7 @@ candidate's failure), and `record` is told of every request and its reply.
 from __future__ import annotations
 
 import copy
+import functools
 import time
 import warnings
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from attnkata.checker.proxy import (
     RemoteModule,
 )
 from attnkata.checker.sandbox.autograd import backward
-from attnkata.checker.sandbox.child import _structure
+from attnkata.checker.sandbox.child import CallLog, _structure
 
 Recorder = Callable[[dict[str, Any], dict[str, Any]], None]  # (request, reply)
 
@@ -53,6 +54,7 @@ class CandidateAPI(Protocol):
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         memory_mb: int | None = None,
+        record: tuple[str, ...] = (),
     ) -> Outcome: ...
 
     def submit(
@@ -63,6 +65,7 @@ class CandidateAPI(Protocol):
         *,
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
+        record: tuple[str, ...] = (),
     ) -> Any: ...
 
     def new(
@@ -82,15 +85,30 @@ def _raised(exc: Exception) -> CandidateRaised:
     )
 
 
+def _globals_of(fn: Any) -> dict[str, Any]:
+    """The module namespace a trusted function (or a functools.partial of one) looks names
+    up in: where `record` rebinds them, as the child rebinds them in the candidate's module."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__globals__", {})
+
+
 def _run(
-    fn: Any, args: tuple, kwargs: dict[str, Any], grad_wrt: tuple[int, ...], grad_output: Any
+    fn: Any,
+    args: tuple,
+    kwargs: dict[str, Any],
+    grad_wrt: tuple[int, ...],
+    grad_output: Any,
+    record: tuple[str, ...] = (),
 ) -> Outcome:
     """Call like the candidate's child does: outputs detached, gradients w.r.t. `grad_wrt`,
-    in-place changes to the arguments reported; exceptions become CandidateRaised."""
+    in-place changes to the arguments reported, the calls of `record`'s names recorded;
+    exceptions become CandidateRaised."""
     args_l, kwargs_l = list(clone_tree(args)), clone_tree(kwargs)
     pristine = clone_tree((args_l, kwargs_l))
+    log = CallLog(_globals_of(fn), record)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
+    with log, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             grads = None
@@ -115,7 +133,13 @@ def _run(
             if not unchanged(b, a)
         ]
     )
-    return Outcome(value=value, grads=grads, mutated=mutated, seconds=time.perf_counter() - t0)
+    return Outcome(
+        value=value,
+        grads=grads,
+        mutated=mutated,
+        seconds=time.perf_counter() - t0,
+        calls=log.calls,
+    )
 
 
 class LocalModule(RemoteModule):
@@ -243,6 +267,7 @@ class LocalCandidate:
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         memory_mb: int | None = None,
+        record: tuple[str, ...] = (),
     ) -> Outcome:
         """(`memory_mb` is the sandbox's; trusted code runs without it.)"""
         req = {
@@ -253,8 +278,11 @@ class LocalCandidate:
             "grad_wrt": grad_wrt,
             "grad_output": grad_output,
         }
+        if record:
+            req["record"] = list(record)
         return self._served(
-            req, lambda: _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output)
+            req,
+            lambda: _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output, record),
         )
 
     def submit(
@@ -265,9 +293,12 @@ class LocalCandidate:
         *,
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
+        record: tuple[str, ...] = (),
     ) -> Ready:
         return Ready(
-            lambda: self.call(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output)
+            lambda: self.call(
+                name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, record=record
+            )
         )
 
     def new(
