@@ -49,36 +49,8 @@ def test_a_dense_padded_gather_fails_only_the_efficient_tier() -> None:
     assert [d.id for d in result.diagnostics if d.is_error] == ["paged-gathers-dense-kv"]
 
 
-FABRICATED = """
-import torch
-
-
-def combine(partial_out, partial_lse):
-    lse = torch.logsumexp(partial_lse, dim=-1)
-    w = torch.exp(partial_lse - lse[..., None]).nan_to_num(0.0)
-    return (w[..., None] * partial_out).sum(-2), lse
-
-
-def flash_decode(q, k, v, num_splits, lengths=None, scale=None):
-    # Dense attention for the output; combine called with partials made up to look right.
-    if num_splits < 1:
-        raise ValueError("num_splits")
-    B, H, d = q.shape
-    g = H // k.shape[1]
-    k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
-    s = torch.einsum("bhd,bhsd->bhs", q, k) * (d**-0.5 if scale is None else scale)
-    if lengths is not None:
-        s = s.masked_fill(torch.arange(k.shape[2]) >= lengths[:, None, None], float("-inf"))
-    out = torch.einsum("bhs,bhsd->bhd", torch.softmax(s, -1).nan_to_num(0.0), v)
-    lse = torch.logsumexp(s, dim=-1)
-    combine(out[:, :, None].expand(-1, -1, num_splits, -1), lse[..., None].expand(-1, -1, num_splits))
-    return out
-"""
-
-
-def test_fabricated_partials_fail_the_recorded_partials_only(tmp_path: Path) -> None:
-    path = tmp_path / "flash_decoding.py"
-    path.write_text(FABRICATED)
+def test_fabricated_partials_fail_the_recorded_partials_only() -> None:
+    path = FIXTURES / "golden" / "flash-decoding" / "fabricated_partials.py"
     result = check(get_kata("flash-decoding"), path, diagnose=False)
     failing = {t.id for t in result.tests if t.status not in ("pass", "skip")}
     assert failing == {"recorded_partials[float64]", "recorded_partials[float32]"}, failing

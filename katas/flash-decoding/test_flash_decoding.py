@@ -101,6 +101,24 @@ def check(solution, args, kwargs, case, dtype=torch.float64, record=False):
     return outcome
 
 
+def check_lengths(solution, seed, lengths, what, dtype=torch.float64, scale=1.0, record=False):
+    """flash_decode with N = 4 splits and these lengths; returns (outcome, case)."""
+    kwargs = {"num_splits": N, "lengths": torch.tensor(lengths)}
+    case = f"{what}, {sizes(lengths=kwargs['lengths'])}"
+    return check(solution, qkv(seed, scale=scale), kwargs, case, dtype, record), case
+
+
+def check_combine(solution, po, pl, case, dtype=torch.float64, plain=merged):
+    """combine against torch.logsumexp; float32 within 4x the error of `plain` in float32."""
+    a = (cast(po, dtype), cast(pl, dtype))
+    with solution.submit(COMBINE, a) as pending:
+        expected = merged(po, pl)
+        baseline = plain(*a) if dtype != torch.float64 else None
+    outcome = pending.result()
+    assert_no_mutation(outcome, case=case)
+    assert_close_parts(outcome.value, expected, case=case, names=("out", "lse"), baseline=baseline)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_combine(solution, dtype):
     po = randn(B, H, N, DV, seed=1)
@@ -110,13 +128,7 @@ def test_combine(solution, dtype):
     case = (
         f"combine: partial_out (B, H, N, dv) = {tuple(po.shape)}, partial_lse with two -inf splits"
     )
-    a = (cast(po, dtype), cast(pl, dtype))
-    with solution.submit(COMBINE, a) as pending:
-        expected = merged(po, pl)
-        baseline = merged(*a) if dtype != torch.float64 else None
-    outcome = pending.result()
-    assert_no_mutation(outcome, case=case)
-    assert_close_parts(outcome.value, expected, case=case, names=("out", "lse"), baseline=baseline)
+    check_combine(solution, po, pl, case, dtype)
 
 
 @pytest.mark.parametrize(
@@ -125,9 +137,7 @@ def test_combine(solution, dtype):
 def test_combine_leading_dims(solution, lead):
     po, pl = randn(*lead, 5, DV, seed=4), randn(*lead, 5, seed=5, scale=3.0)
     case = f"combine: partial_out {tuple(po.shape)}, partial_lse {tuple(pl.shape)} (N = 5)"
-    outcome = solution.call(COMBINE, (po, pl))
-    assert_no_mutation(outcome, case=case)
-    assert_close_parts(outcome.value, merged(po, pl), case=case, names=("out", "lse"))
+    check_combine(solution, po, pl, case)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -145,13 +155,7 @@ def test_split_counts(solution, seq, n):
 
 
 def test_lengths(solution):
-    lengths = torch.tensor([10, 4, 7])
-    check(
-        solution,
-        qkv(13),
-        {"num_splits": N, "lengths": lengths},
-        f"query b attends keys j < lengths[b], {sizes(lengths=lengths)}",
-    )
+    check_lengths(solution, 13, [10, 4, 7], "query b attends keys j < lengths[b]")
 
 
 def test_explicit_scale(solution):
@@ -160,10 +164,9 @@ def test_explicit_scale(solution):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_recorded_partials(solution, dtype):
-    lengths = torch.tensor([10, 2, 7])
-    args, kwargs = qkv(19), {"num_splits": N, "lengths": lengths}
-    case = f"the partials flash_decode passes to combine, {sizes(lengths=lengths)}"
-    outcome = check(solution, args, kwargs, case, dtype, record=True)
+    what = "the partials flash_decode passes to combine"
+    outcome, case = check_lengths(solution, 19, [10, 2, 7], what, dtype, record=True)
+    args, kwargs = qkv(19), {"num_splits": N, "lengths": torch.tensor([10, 2, 7])}
     log = outcome.calls.get(COMBINE) or {}
     count = int(log.get("count", 0))
     if count != 1:
@@ -189,14 +192,8 @@ def test_recorded_partials(solution, dtype):
 @pytest.mark.tier("edge")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_empty_sequence(solution, dtype):
-    lengths = torch.tensor([0, 5, 10])
-    check(
-        solution,
-        qkv(22),
-        {"num_splits": N, "lengths": lengths},
-        f"sequence 0 has no key (every split empty: out must be 0), {sizes(lengths=lengths)}",
-        dtype,
-    )
+    what = "sequence 0 has no key (every split empty: out must be 0)"
+    check_lengths(solution, 22, [0, 5, 10], what, dtype)
 
 
 @pytest.mark.tier("edge")
@@ -205,9 +202,7 @@ def test_combine_all_splits_empty(solution):
     pl = randn(B, H, N, seed=26, scale=3.0)
     po[1, 2], pl[1, 2] = 0.0, NEG_INF
     case = "combine: every split of row [1, 2] is empty (its out must be 0 and its lse -inf)"
-    outcome = solution.call(COMBINE, (po, pl))
-    assert_no_mutation(outcome, case=case)
-    assert_close_parts(outcome.value, merged(po, pl), case=case, names=("out", "lse"))
+    check_combine(solution, po, pl, case)
 
 
 @pytest.mark.tier("edge")
@@ -216,26 +211,14 @@ def test_combine_large_lse(solution, dtype):
     po = randn(B, H, N, DV, seed=28)
     pl = randn(B, H, N, seed=29, scale=5.0) + torch.tensor([1e4, -1e4, 1e4]).view(B, 1, 1)
     case = "combine: partial lse near +1e4 (batches 0, 2) and -1e4 (batch 1)"
-    a = (cast(po, dtype), cast(pl, dtype))
-    with solution.submit(COMBINE, a) as pending:
-        expected = merged(po, pl)
-        baseline = ref.combine(*a) if dtype != torch.float64 else None
-    outcome = pending.result()
-    assert_no_mutation(outcome, case=case)
-    assert_close_parts(outcome.value, expected, case=case, names=("out", "lse"), baseline=baseline)
+    check_combine(solution, po, pl, case, dtype, plain=ref.combine)
 
 
 @pytest.mark.tier("edge")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_large_logits(solution, dtype):
-    lengths = torch.tensor([10, 3, 8])
-    check(
-        solution,
-        qkv(31, scale=60.0),
-        {"num_splits": N, "lengths": lengths},
-        f"large logits (|q.k|/sqrt(d) up to ~1e4), {sizes(lengths=lengths)}",
-        dtype,
-    )
+    what = "large logits (|q.k|/sqrt(d) up to ~1e4)"
+    check_lengths(solution, 31, [10, 3, 8], what, dtype, scale=60.0)
 
 
 @pytest.mark.tier("edge")

@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.diagnose.behaviour import differs, flatten
+from attnkata.checker.diagnose.behaviour import first_reproduced
 from attnkata.checker.diagnose.inputs import Probe
-from attnkata.checker.diagnose.subjects import Observed, call_local
+from attnkata.checker.diagnose.subjects import Observed
 from attnkata.checker.probes import randn
 from attnkata.reference import flash_decoding as ref
 
@@ -386,11 +386,6 @@ def split_picture(probe: Probe, row: tuple[int, int], variant: Any) -> dict[str,
     }
 
 
-def _reproduces(a: Observed, b: Observed) -> bool:
-    f = flatten(b.value) if b.ok else None
-    return a.ok and f is not None and not differs(a, b, f[1].size).any()
-
-
 def finding_data(
     mid: str, probes: list[Probe], observed: list[Observed], subject: Any
 ) -> dict[str, Any]:
@@ -401,14 +396,7 @@ def finding_data(
         return {}
     entries = MUTANTS[mid] if isinstance(MUTANTS[mid], list) else [MUTANTS[mid]]
     variants = [e[DECODE] for e in entries if DECODE in e]
-    for p, c in zip(probes, observed, strict=False):
-        if p.entry != DECODE or not c.ok:
-            continue
-        r = subject.reference_call(p)
-        row = _first_parting_row(c.value, r.value) if r.ok else None
-        if row is None:
-            continue
-        for variant in variants:
-            if _reproduces(c, call_local(variant, p)):
-                return {"pictures": [split_picture(p, row, variant)]}
-    return {}
+    found = first_reproduced(
+        probes, observed, subject, variants, _first_parting_row, usable=lambda p: p.entry == DECODE
+    )
+    return {"pictures": [split_picture(*found)]} if found else {}

@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.diagnose.behaviour import differs, flatten
+from attnkata.checker.diagnose.behaviour import first_reproduced
 from attnkata.checker.diagnose.inputs import Probe
-from attnkata.checker.diagnose.subjects import Observed, call_local
+from attnkata.checker.diagnose.subjects import Observed
 from attnkata.checker.probes import block_table, randn
 from attnkata.reference import paged_attention as ref
 
@@ -190,11 +190,6 @@ REFERENCE = ref
 READ_IDS = ("block-table-ignored", "last-block-dropped", "context-length-off-by-one")
 
 
-def _reproduces(a: Observed, b: Observed) -> bool:
-    f = flatten(b.value) if b.ok else None
-    return a.ok and f is not None and not differs(a, b, f[1].size).any()
-
-
 def _first_parting_sequence(got: Any, want: Any) -> int | None:
     """The first sequence whose output differs (NaN against a number included)."""
     if not isinstance(got, torch.Tensor) or not isinstance(want, torch.Tensor):
@@ -297,14 +292,12 @@ def finding_data(
     if mid not in READ_IDS:
         return {}
     variants = MUTANTS[mid] if isinstance(MUTANTS[mid], list) else [MUTANTS[mid]]
-    for p, c in zip(probes, observed, strict=False):
-        if not c.ok or p.budget is not None:
-            continue
-        r = subject.reference_call(p)
-        seq = _first_parting_sequence(c.value, r.value) if r.ok else None
-        if seq is None:
-            continue
-        for variant in variants:
-            if _reproduces(c, call_local(variant, p)):
-                return {"pictures": [block_picture(p, seq, variant)]}
-    return {}
+    found = first_reproduced(
+        probes,
+        observed,
+        subject,
+        variants,
+        _first_parting_sequence,
+        usable=lambda p: p.budget is None,
+    )
+    return {"pictures": [block_picture(*found)]} if found else {}
