@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import time
+import types
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -85,12 +86,26 @@ def _raised(exc: Exception) -> CandidateRaised:
     )
 
 
-def _globals_of(fn: Any) -> dict[str, Any]:
-    """The module namespace a trusted function (or a functools.partial of one) looks names
-    up in: where `record` rebinds them, as the child rebinds them in the candidate's module."""
+def _recording(fn: Any, log: CallLog) -> Any:
+    """`fn` (a function, or a functools.partial of one) looking its global names up in a
+    private copy of its module's namespace, which `log` rebinds as the child rebinds them in
+    the candidate's module: the module itself is never touched (another thread may be
+    calling it)."""
+    if isinstance(fn, functools.partial):
+        return functools.partial(_recording(fn.func, log), *fn.args, **fn.keywords)
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    copy_ = types.FunctionType(
+        fn.__code__, log.namespace, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    copy_.__kwdefaults__ = fn.__kwdefaults__
+    return copy_
+
+
+def _namespace(fn: Any) -> dict[str, Any]:
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return getattr(fn, "__globals__", {})
+    return dict(getattr(fn, "__globals__", {}))
 
 
 def _run(
@@ -106,7 +121,9 @@ def _run(
     exceptions become CandidateRaised."""
     args_l, kwargs_l = list(clone_tree(args)), clone_tree(kwargs)
     pristine = clone_tree((args_l, kwargs_l))
-    log = CallLog(_globals_of(fn), record)
+    log = CallLog(_namespace(fn) if record else {}, record)
+    if record:
+        fn = _recording(fn, log)
     t0 = time.perf_counter()
     with log, warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -101,10 +101,12 @@ def check(solution, args, kwargs, case, dtype=torch.float64, record=False):
     return outcome
 
 
-def check_lengths(solution, seed, lengths, what, dtype=torch.float64, scale=1.0, record=False):
+def check_lengths(
+    solution, seed, lengths, what, dtype=torch.float64, scale=1.0, record=False, index=torch.int64
+):
     """flash_decode with N = 4 splits and these lengths; returns (outcome, case)."""
-    kwargs = {"num_splits": N, "lengths": torch.tensor(lengths)}
-    case = f"{what}, {sizes(lengths=kwargs['lengths'])}"
+    kwargs = {"num_splits": N, "lengths": torch.tensor(lengths, dtype=index)}
+    case = f"{what}, {sizes(lengths=kwargs['lengths'])} ({str(index).removeprefix('torch.')})"
     return check(solution, qkv(seed, scale=scale), kwargs, case, dtype, record), case
 
 
@@ -155,7 +157,8 @@ def test_split_counts(solution, seq, n):
 
 
 def test_lengths(solution):
-    check_lengths(solution, 13, [10, 4, 7], "query b attends keys j < lengths[b]")
+    what = "query b attends keys j < lengths[b]"
+    check_lengths(solution, 13, [10, 4, 7], what, index=torch.int32)
 
 
 def test_explicit_scale(solution):
