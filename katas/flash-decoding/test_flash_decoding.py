@@ -165,6 +165,15 @@ def test_explicit_scale(solution):
     check(solution, qkv(16), {"num_splits": 3, "scale": 0.3}, f"scale=0.3, {sizes(n=3)}")
 
 
+def recorded_partials(call: dict) -> list:
+    """(partial_out, partial_lse) of a recorded combine call, by position or by keyword."""
+    args, kwargs = list(call["args"]), dict(call["kwargs"])
+    for name in ("partial_out", "partial_lse")[len(args) :]:
+        if name in kwargs:
+            args.append(kwargs.pop(name))
+    return [*args, *kwargs.values()][:2]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_recorded_partials(solution, dtype):
     what = "the partials flash_decode passes to combine"
@@ -178,8 +187,7 @@ def test_recorded_partials(solution, dtype):
             f"`combine` (the top-level name, looked up when it is called); it called it {count} "
             "times" + (", so its partials cannot be checked" if count == 0 else "")
         )
-    call = log["calls"][0]
-    got = [*call["args"], *call["kwargs"].values()][:2]
+    got = recorded_partials(log["calls"][0])
     want = partials(*(cast(x, torch.float64) for x in args), **kwargs)
     base = partials(*(cast(x, dtype) for x in args), **kwargs) if dtype != torch.float64 else None
     for i, name in enumerate(("partial_out (B, H, N, dv)", "partial_lse (B, H, N)")):
