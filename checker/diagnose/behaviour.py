@@ -439,3 +439,21 @@ def first_reproduced(
             if reproduces(c, call_local(variant, p)):
                 return p, where, variant
     return None
+
+
+def table_picture(
+    caption: dict[str, str],
+    columns: list[dict[str, str]],
+    rows: list[list[Any]],
+    differ: list[list[int]],
+    limit: int = 12,
+) -> dict[str, Any]:
+    """A kata's table picture (cli/render.picture_tables, html._picture): the first `limit`
+    rows, the first row with a differing cell marked, the differing [row, column] cells."""
+    return {
+        "caption": caption,
+        "columns": columns,
+        "rows": rows[:limit],
+        "marked": sorted({r for r, _ in differ})[:1],
+        "differs": [x for x in differ if x[0] < limit],
+    }

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.diagnose.behaviour import first_reproduced
+from attnkata.checker.diagnose.behaviour import first_reproduced, table_picture
 from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.subjects import Observed
 from attnkata.checker.probes import randn
@@ -377,13 +377,7 @@ def split_picture(probe: Probe, row: tuple[int, int], variant: Any) -> dict[str,
         {"en": "lse_c (yours)", "zh": "lse_c（你的）"},
         {"en": "weight (yours)", "zh": "权重（你的）"},
     ]
-    return {
-        "caption": caption,
-        "columns": columns,
-        "rows": rows[:12],
-        "marked": sorted({r for r, _ in differ})[:1],
-        "differs": [x for x in differ if x[0] < 12],
-    }
+    return table_picture(caption, columns, rows, differ)
 
 
 def finding_data(

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from attnkata.checker.diagnose.behaviour import first_reproduced
+from attnkata.checker.diagnose.behaviour import first_reproduced, table_picture
 from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.diagnose.subjects import Observed
 from attnkata.checker.probes import block_table, randn
@@ -247,13 +247,7 @@ def block_picture(probe: Probe, seq: int, variant: Callable[..., Any]) -> dict[s
         {"en": "block read (yours)", "zh": "读取的块（你的）"},
         {"en": "tokens (yours)", "zh": "token（你的）"},
     ]
-    return {
-        "caption": caption,
-        "columns": columns,
-        "rows": rows,
-        "marked": sorted({r for r, _ in differ})[:1],
-        "differs": differ,
-    }
+    return table_picture(caption, columns, rows, differ)
 
 
 def _head_map(probe: Probe, value: Any) -> list[int | str] | None:
