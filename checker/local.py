@@ -12,7 +12,9 @@ candidate's failure), and `record` is told of every request and its reply.
 from __future__ import annotations
 
 import copy
+import functools
 import time
+import types
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +33,7 @@ from attnkata.checker.proxy import (
     RemoteModule,
 )
 from attnkata.checker.sandbox.autograd import backward
-from attnkata.checker.sandbox.child import _structure
+from attnkata.checker.sandbox.child import CallLog, _structure
 
 Recorder = Callable[[dict[str, Any], dict[str, Any]], None]  # (request, reply)
 
@@ -53,6 +55,7 @@ class CandidateAPI(Protocol):
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         memory_mb: int | None = None,
+        record: tuple[str, ...] = (),
     ) -> Outcome: ...
 
     def submit(
@@ -63,6 +66,7 @@ class CandidateAPI(Protocol):
         *,
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
+        record: tuple[str, ...] = (),
     ) -> Any: ...
 
     def new(
@@ -82,15 +86,46 @@ def _raised(exc: Exception) -> CandidateRaised:
     )
 
 
+def _recording(fn: Any, log: CallLog) -> Any:
+    """`fn` (a function, or a functools.partial of one) looking its global names up in a
+    private copy of its module's namespace, which `log` rebinds as the child rebinds them in
+    the candidate's module: the module itself is never touched (another thread may be
+    calling it)."""
+    if isinstance(fn, functools.partial):
+        return functools.partial(_recording(fn.func, log), *fn.args, **fn.keywords)
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    copy_ = types.FunctionType(
+        fn.__code__, log.namespace, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    copy_.__kwdefaults__ = fn.__kwdefaults__
+    return copy_
+
+
+def _namespace(fn: Any) -> dict[str, Any]:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return dict(getattr(fn, "__globals__", {}))
+
+
 def _run(
-    fn: Any, args: tuple, kwargs: dict[str, Any], grad_wrt: tuple[int, ...], grad_output: Any
+    fn: Any,
+    args: tuple,
+    kwargs: dict[str, Any],
+    grad_wrt: tuple[int, ...],
+    grad_output: Any,
+    record: tuple[str, ...] = (),
 ) -> Outcome:
     """Call like the candidate's child does: outputs detached, gradients w.r.t. `grad_wrt`,
-    in-place changes to the arguments reported; exceptions become CandidateRaised."""
+    in-place changes to the arguments reported, the calls of `record`'s names recorded;
+    exceptions become CandidateRaised."""
     args_l, kwargs_l = list(clone_tree(args)), clone_tree(kwargs)
     pristine = clone_tree((args_l, kwargs_l))
+    log = CallLog(_namespace(fn) if record else {}, record)
+    if record:
+        fn = _recording(fn, log)
     t0, c0 = time.perf_counter(), time.process_time()
-    with warnings.catch_warnings():
+    with log, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             grads = None
@@ -121,6 +156,7 @@ def _run(
         mutated=mutated,
         seconds=time.perf_counter() - t0,
         cpu=time.process_time() - c0,
+        calls=log.calls,
     )
 
 
@@ -249,6 +285,7 @@ class LocalCandidate:
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         memory_mb: int | None = None,
+        record: tuple[str, ...] = (),
     ) -> Outcome:
         """(`memory_mb` is the sandbox's; trusted code runs without it.)"""
         req = {
@@ -259,8 +296,11 @@ class LocalCandidate:
             "grad_wrt": grad_wrt,
             "grad_output": grad_output,
         }
+        if record:
+            req["record"] = list(record)
         return self._served(
-            req, lambda: _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output)
+            req,
+            lambda: _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output, record),
         )
 
     def submit(
@@ -271,9 +311,12 @@ class LocalCandidate:
         *,
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
+        record: tuple[str, ...] = (),
     ) -> Ready:
         return Ready(
-            lambda: self.call(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output)
+            lambda: self.call(
+                name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, record=record
+            )
         )
 
     def new(

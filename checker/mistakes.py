@@ -24,7 +24,12 @@ EVERY_KATA = "*"
 NO_MATCH = "no-known-mistake"
 # Mistakes of cost, not of values: a file with only these fails the `efficient` tier alone.
 COST_IDS = frozenset(
-    {"window-materializes-full-scores", "materializes-full-scores", "mla-materializes-cache-heads"}
+    {
+        "window-materializes-full-scores",
+        "materializes-full-scores",
+        "mla-materializes-cache-heads",
+        "paged-gathers-dense-kv",
+    }
 )
 
 # How each parameter reads when no candidate numbers are at hand (`kata explain`, `kata mistakes`).
@@ -67,7 +72,6 @@ SYMBOLS: dict[str, str] = {
     "P": "P",  # cached tokens (kv-cache, mla-decode)
     "C": "C",  # attention-sinks: cached tokens, T = C + L, N = n_sink + window, e evicted
     "T": "T",
-    "N": "n_sink + window",
     "n_sink": "n_sink",
     "e": "e",
     "c": "c",  # alibi: the closest power of two <= H, head 0's slope, the slopes after c
@@ -80,6 +84,7 @@ SYMBOLS: dict[str, str] = {
     "nb": "nb",  # sparse katas
     "block_q": "block_q",
     "block_k": "block_k",  # flash-attention tiles
+    "N": "N",  # flash-decoding splits
 }
 
 SYMBOLS_ZH: dict[str, str] = {
@@ -107,21 +112,32 @@ class Mistake:
     section: Text
     grid: bool = False
     params: tuple[str, ...] = field(default=())  # the {names} its texts use
+    # kata -> {"title"/"explanation"/"fix"/"hides"/"section": Text}: how the mistake reads in
+    # a kata where the shared words would describe another kata's code (`[mistake.kata.<id>]`).
+    for_kata: dict[str, dict[str, Text]] = field(default_factory=dict, compare=False, hash=False)
 
     def applies_to(self, kata: str) -> bool:
         return EVERY_KATA in self.katas or kata in self.katas
+
+    def text(self, what: str, kata: str | None = None) -> Text:
+        """One of the texts, in the words of `kata` where the catalogue has its own."""
+        own = self.for_kata.get(kata or "", {})
+        return own.get(what) or getattr(self, what)
 
     def link(self, kata: str | None, lang: str) -> str:
         """Where the statement covers it: `kata show <kata>` plus the section name."""
         target = kata or (self.katas[0] if self.katas and self.katas[0] != EVERY_KATA else "sdpa")
         from attnkata.checker.messages import msg
 
-        return msg("mistakes.link", lang, kata=target, section=self.section.get(lang), id=self.id)
+        section = self.text("section", kata).get(lang)
+        return msg("mistakes.link", lang, kata=target, section=section, id=self.id)
 
-    def render(self, what: str, lang: str, params: dict[str, Any] | None = None) -> str:
+    def render(
+        self, what: str, lang: str, params: dict[str, Any] | None = None, kata: str | None = None
+    ) -> str:
         """`title`/`explanation`/`fix`/`hides` in `lang`, with the candidate's numbers filled in
-        (symbols where a number is unknown)."""
-        text: Text = getattr(self, what)
+        (symbols where a number is unknown); in `kata`'s own words where it has them."""
+        text: Text = self.text(what, kata)
         rendered = text.get(lang).format_map(_Params(params or {}, lang))
         # Without numbers "H = {H}" would read "H = H": keep one side. Symbols come back
         # wrapped in markers so that only they are collapsed, never the text's own "x = x * s".
@@ -231,11 +247,10 @@ def parse(data: dict[str, Any], origin: str = "catalogue") -> dict[str, Mistake]
         katas = entry.get("katas")
         if not isinstance(katas, list) or not katas or not all(isinstance(k, str) for k in katas):
             raise ValueError(f"{where}: `katas` must be a non-empty list of kata ids (or ['*'])")
-        texts = {
-            n: _text(entry, n, where) for n in ("title", "explanation", "fix", "hides", "section")
-        }
+        texts = {n: _text(entry, n, where) for n in TEXTS}
+        for_kata = _kata_texts(entry, katas, where)
         params: set[str] = set()
-        for t in texts.values():
+        for t in [*texts.values(), *(t for own in for_kata.values() for t in own.values())]:
             try:
                 params |= _fields(t)
             except ValueError as exc:
@@ -250,8 +265,27 @@ def parse(data: dict[str, Any], origin: str = "catalogue") -> dict[str, Mistake]
             severity=severity,
             grid=bool(entry.get("grid", False)),
             params=tuple(sorted(params)),
+            for_kata=for_kata,
             **texts,
         )
+    return out
+
+
+TEXTS = ("title", "explanation", "fix", "hides", "section")
+
+
+def _kata_texts(entry: dict[str, Any], katas: list[str], where: str) -> dict[str, dict[str, Text]]:
+    """`[mistake.kata.<id>]` tables: a kata's own words for some of the texts."""
+    own = entry.get("kata", {})
+    if not isinstance(own, dict):
+        raise ValueError(f"{where}: `kata` must be a table of kata ids")
+    out: dict[str, dict[str, Text]] = {}
+    for kata, table in own.items():
+        if kata not in katas or not isinstance(table, dict) or not table:
+            raise ValueError(f"{where}: `kata.{kata}` must be a table, for a kata in `katas`")
+        if unknown := sorted(set(table) - set(TEXTS)):
+            raise ValueError(f"{where}: `kata.{kata}` has unknown texts {unknown}")
+        out[kata] = {n: _text(table, n, f"{where} kata.{kata}") for n in table}
     return out
 
 

@@ -183,12 +183,14 @@ def call_within_memory(
     fraction: float = 0.5,
     case: str,
     advice: str,
+    dense_what: str = "one dense (L, S) float32 matrix",
 ) -> Outcome:
     """The `efficient` tiers' call: made in a process whose memory may grow by at most
     `fraction` of `dense_bytes` (what one dense (L, S) float32 score matrix of the call's sizes
     takes), a limit the kernel enforces (Candidate.call's `memory_mb`). Code that builds the
     dense matrix fails at once on allocating it, whatever the machine's load and whatever its
-    own process reports; the references need a fraction of the allowance (bench/efficient_memory.py)."""
+    own process reports; the references need a fraction of the allowance (bench/efficient_memory.py).
+    `dense_what` says in the message what `dense_bytes` measures."""
     cap_mb = max(1, int(dense_bytes * fraction) >> 20)
     try:
         return solution.call(name, args, kwargs, memory_mb=cap_mb)
@@ -203,7 +205,7 @@ def call_within_memory(
         )
         raise AssertionError(
             f"{case}: your code ran out of the memory this test allows{where}: {cap_mb} MiB beyond its inputs, "
-            f"while one dense (L, S) float32 matrix of these sizes takes {dense_bytes >> 20} MiB (the limit is "
+            f"while {dense_what} of these sizes takes {dense_bytes >> 20} MiB (the limit is "
             f"enforced by the operating system; how long the call takes plays no part). {advice}"
         ) from None
 
@@ -222,3 +224,34 @@ def assert_largest_below(
             f"{case}: your code allocated a tensor of {n:,} elements (shape {tuple(largest.get('shape', ()))}, "
             f"{largest.get('dtype', '?')}, made by {largest.get('op', '?')}); the limit is {named}{limit:,}. {advice}"
         )
+
+
+def block_table(
+    lengths: list[int],
+    block_size: int,
+    max_blocks: int,
+    num_blocks: int,
+    *,
+    seed: int,
+    shared: int = 0,
+) -> torch.Tensor:
+    """(B, max_blocks) int64 block table of a paged KV cache (vLLM): sequence b's
+    ceil(lengths[b] / block_size) blocks are distinct physical blocks drawn at random from
+    the pool, none at its own logical index (so reading block i for logical block i shows);
+    the padding after them holds random valid ids of unrelated blocks. `shared` > 0: sequence
+    1 starts with sequence 0's first `shared` blocks (prefix caching)."""
+    g = torch.Generator().manual_seed(seed)
+    used = [-(-n // block_size) for n in lengths]
+    for _ in range(100):
+        pool = torch.randperm(num_blocks, generator=g).tolist()
+        table = torch.randint(0, num_blocks, (len(lengths), max_blocks), generator=g)
+        for b, nb in enumerate(used):
+            fresh = nb - shared if b == 1 and shared else nb
+            ids = (table[0, :shared].tolist() if b == 1 and shared else []) + pool[:fresh]
+            del pool[:fresh]
+            table[b, :nb] = torch.tensor(ids, dtype=torch.int64)
+        logical = torch.arange(max_blocks).expand_as(table)
+        in_use = logical < torch.tensor(used).unsqueeze(1)
+        if not (in_use & (table == logical)).any():
+            return table
+    raise ValueError("no block table without fixed points for these sizes")

@@ -140,6 +140,10 @@ class Outcome:
     mutated: list[str] = field(default_factory=list)
     seconds: float = 0.0
     cpu: float = 0.0  # the child's own CPU seconds for the call: a budget, never a verdict
+    # name -> {"count": n, "calls": [{"args": [...], "kwargs": {...}}, ...]}: the calls of
+    # the candidate's own top-level functions the grader asked to record (`record=`); a report
+    # from the candidate's process, like `trace`: graders judge the recorded values.
+    calls: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -414,8 +418,12 @@ class Candidate:
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         memory_mb: int | None = None,
+        record: tuple[str, ...] = (),
     ) -> Outcome:
         """Call the candidate's top-level `name(*args, **kwargs)` in the child.
+
+        `record`: top-level names of the candidate's module whose calls during this call are
+        recorded (`Outcome.calls`; see sandbox/child.CallLog).
 
         `memory_mb`: the call runs in a fresh process of its own, loaded from the same source,
         whose address space may grow by at most that many MiB past what the sandbox's
@@ -425,7 +433,9 @@ class Candidate:
         raises when an allocation fails)."""
         if memory_mb is not None:
             return self._call_capped(name, args, kwargs or {}, memory_mb)
-        with self.submit(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output) as pending:
+        with self.submit(
+            name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, record=record
+        ) as pending:
             pass
         return pending.result()
 
@@ -461,6 +471,7 @@ class Candidate:
         *,
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
+        record: tuple[str, ...] = (),
     ) -> Pending:
         """call(), sent now and read when the `with` block ends (see Pending)."""
         self._require(name)
@@ -472,6 +483,8 @@ class Candidate:
             "grad_wrt": grad_wrt,
             "grad_output": grad_output,
         }
+        if record:
+            req["record"] = list(record)
         return Pending(self, req, phrase("doing_call", name=name), name)
 
     def new(
@@ -715,6 +728,7 @@ class Candidate:
             mutated=_mutated(req, reply.get("inputs_after")),
             seconds=reply.get("seconds", 0.0),
             cpu=reply.get("cpu", 0.0),
+            calls=reply.get("calls", {}),
         )
 
 

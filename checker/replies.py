@@ -34,6 +34,7 @@ class CallRequest(TypedDict):
     handle: NotRequired[int]  # a built module's
     method: NotRequired[str | None]
     state: NotRequired[dict[str, Any]]  # weights to load first (RemoteModule.load_state)
+    record: NotRequired[tuple[str, ...]]  # module-level names whose calls to record (CallLog)
 
 
 class NewRequest(TypedDict):
@@ -90,6 +91,17 @@ class CallReply(TypedDict):
     inputs_after: Any
     seconds: float
     cpu: float
+    calls: NotRequired[dict[str, RecordedCalls]]
+
+
+class RecordedCall(TypedDict):
+    args: list[Any]  # values as decoded: the graders judge them
+    kwargs: dict[str, Any]
+
+
+class RecordedCalls(TypedDict):
+    count: int
+    calls: list[RecordedCall]  # the first few (child.MAX_RECORDED_CALLS)
 
 
 Reply = ErrorReply | LoadReply | NewReply | CallReply | dict[str, Any]
@@ -221,6 +233,27 @@ def _trace(value: Any) -> dict[str, Any]:
     }
 
 
+def _calls(value: Any) -> dict[str, Any]:
+    """What the recorded names were called with: a count and the first calls' arguments."""
+    out = {}
+    for name, entry in _mapping(value, "calls").items():
+        e = _mapping(entry, "a recorded name")
+        out[name] = {
+            "count": _int(e.get("count", 0), "a recorded call count"),
+            "calls": [
+                {
+                    "args": _items(c.get("args", []), "a recorded call's arguments"),
+                    "kwargs": _mapping(c.get("kwargs", {}), "a recorded call's keywords"),
+                }
+                for c in (
+                    _mapping(c, "a recorded call")
+                    for c in _items(e.get("calls", []), "recorded calls")
+                )
+            ],
+        }
+    return out
+
+
 def _warning(value: Any) -> dict[str, Any]:
     w = _mapping(value, "a warning")
     return {
@@ -268,5 +301,6 @@ def clean(reply: Any, op: str) -> Reply:
             "inputs_after": reply.get("inputs_after"),
             "seconds": _number(reply.get("seconds", 0.0), "seconds"),
             "cpu": max(0.0, _number(reply.get("cpu", 0.0), "cpu")),
+            "calls": _calls(reply.get("calls", {})),
         }
     return {"ok": True}

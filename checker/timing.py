@@ -60,7 +60,7 @@ def _slowest_call(kata_id: str) -> float:
 
     kata = catalog.get_kata(kata_id)  # (runner.check warms the sandbox as `kata check` does)
     slowest = 0.0
-    # Every reply is read here, whether the call was made with call() or submit() (Pending).
+    # Every reply is read here: function calls (sent ahead, proxy.Pending) and module requests.
     original = proxy.Candidate._finish_request
 
     def recording(self: proxy.Candidate, doing: object, target: str | None = None) -> dict:

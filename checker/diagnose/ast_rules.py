@@ -195,7 +195,7 @@ RULES: dict[str, list[str]] = {
     "global-one-direction": [r"\bglobal|n_global|is_global|gidx"],
     "window-in-tokens": [r"\babs\s*\(|[<>]=?\s*window\b", r"\bwindow\b"],
     "random-blocks-transposed": [r"random_blocks|\brand\w*\b"],
-    "last-block-dropped": [r"//\s*block\b|\bnb\s*="],
+    "last-block-dropped": [r"//\s*block\b|\bnb\s*=", r"//\s*block_size\b|num_blocks\s*="],
     "block-window-off-by-one": [r"[<>]=?\s*\(?\s*window\b|window\s*[+-]\s*1"],
     "longformer-window-as-total": [r"window\s*//\s*2|window\s*/\s*2|\bw\s*=\s*window"],
     "padding-ignores-global": [r"key_padding|padding|\breal\b"],
@@ -207,7 +207,11 @@ RULES: dict[str, list[str]] = {
         r"(?:max|\bm|\bm_\w*)\s*=\s*(?:torch\.)?(?:zeros|new_zeros|full|new_full|zeros_like)\b"
     ],
     "flash-empty-block-nan": [r"\bexp\s*\(", r"\bmaximum\s*\(|amax|\.max\s*\("],
-    "flash-tail-block-dropped": [r"range\s*\([^)]*(?://|-\s*\(?\s*\w*block)", r"range\s*\("],
+    "flash-tail-block-dropped": [
+        r"range\s*\([^)]*(?://|-\s*\(?\s*\w*block)",
+        r"=\s*\w+\s*//\s*\(?\s*\w*(?:split|\bN\b)",  # flash-decoding: cs = S // N
+        r"range\s*\(",
+    ],
     "lse-wrong": [
         r"\blse\w*\s*\[[^\]]*\]\s*=|\blse\w*\s*=\s*(?!torch\.(?:full|zeros|empty))",
         r"\blse\b",
@@ -287,6 +291,28 @@ RULES: dict[str, list[str]] = {
     ],
     "mla-cache-unnormalized": [r"kv_a_norm\s*\(", r"\bcat\s*\("],
     "mla-materializes-cache-heads": [r"kv_b_proj\s*\(", r"@|matmul|einsum"],
+    # Paged attention and flash-decoding: the table lookup, the lengths, the merge.
+    "block-table-ignored": [
+        r"=\s*(?:torch\.)?arange\s*\(\s*\w*(?:block|nb)\w*",
+        r"(?:k_cache|key_cache)\w*\s*\[|index_select",
+    ],
+    "context-length-off-by-one": [
+        r"(?:len|length|context)\w*\s*(?:\[[^\]]*\])?\s*\)?\s*[-+]\s*1\b|<=\s*\w*(?:len|length)",
+        r"\w*(?:len|length)\w*\s*\[",
+    ],
+    "paged-gathers-dense-kv": [r"\[\s*block_tables?\b[^\]]*\]", r"block_table"],
+    "split-lse-combine-unweighted": [
+        r"\bmean\s*\(|\.sum\s*\([^)]*\)\s*/\s*\(?\s*\w*(?:split|\bN\b)",
+        r"\.sum\s*\(\s*dim\s*=\s*-2",
+    ],
+    "empty-split-nan": [r"softmax\s*\(", r"\bexp\s*\("],
+    # flash-decoding's own lines (`locate` tries `<id>/<kata>` first): the split lse that adds
+    # no max, the merge's max and its exp.
+    "lse-wrong/flash-decoding": [
+        r"\blse\w*\s*=(?!.*(?:\bm\w*\s*\+|\+\s*\bm\w*\b|max)).*\blog\s*\(",
+    ],
+    "fully-masked-row-nan/flash-decoding": [r"\w*max\w*\s*=.*(?:amax|\.max)\s*\(", r"\bexp\s*\("],
+    "unstable-softmax/flash-decoding": [r"\bexp\s*\(\s*\w*lse\w*\s*\)", r"\bexp\s*\("],
     "banned-api": [
         r"scaled_dot_product_attention|MultiheadAttention|multi_head_attention_forward|flex_attention"
     ],

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from attnkata.checker.diagnose.inputs import Probe
-from attnkata.checker.diagnose.subjects import Observed
+from attnkata.checker.diagnose.subjects import Observed, call_local
 from attnkata.checker.sandbox.wire import Opaque
 
 _DIGITS = re.compile(r"\d+")
@@ -426,3 +426,52 @@ def output_dtypes(obs: Observed) -> list[str]:
     if obs.ok:
         walk(obs.value)
     return out
+
+
+def reproduces(a: Observed, b: Observed) -> bool:
+    """`a` (the candidate's) equals `b` (a variant's) on every element `differs` compares."""
+    f = flatten(b.value) if b.ok else None
+    return a.ok and f is not None and not differs(a, b, f[1].size).any()
+
+
+def first_reproduced(
+    probes: list[Probe],
+    observed: list[Observed],
+    subject: Any,
+    variants: list[Any],
+    parting: Any,
+    usable: Any = None,
+) -> tuple[Probe, Any, Any] | None:
+    """For a kata's picture of a mistake: the first probe (of those `usable` accepts) on which
+    the candidate parts from the reference (`parting(candidate value, reference value)` says
+    where, or None) and one of `variants` reproduces the candidate exactly:
+    (probe, where, variant), or None."""
+    for p, c in zip(probes, observed, strict=False):
+        if not c.ok or (usable is not None and not usable(p)):
+            continue
+        r = subject.reference_call(p)
+        where = parting(c.value, r.value) if r.ok else None
+        if where is None:
+            continue
+        for variant in variants:
+            if reproduces(c, call_local(variant, p)):
+                return p, where, variant
+    return None
+
+
+def table_picture(
+    caption: dict[str, str],
+    columns: list[dict[str, str]],
+    rows: list[list[Any]],
+    differ: list[list[int]],
+    limit: int = 12,
+) -> dict[str, Any]:
+    """A kata's table picture (cli/render.picture_tables, html._picture): the first `limit`
+    rows, the first row with a differing cell marked, the differing [row, column] cells."""
+    return {
+        "caption": caption,
+        "columns": columns,
+        "rows": rows[:limit],
+        "marked": sorted({r for r, _ in differ})[:1],
+        "differs": [x for x in differ if x[0] < limit],
+    }

@@ -869,10 +869,11 @@ class Engine:
             if extra is not None and self.cand_obs:
                 data.update(extra(f.id, self.spec.probes, self.cand_obs, self.spec.subject) or {})
             if not f.source:
-                f.source = locate(f.id, self.src, variant=_variant(f.id, params))
+                # A form of the mistake first, else the kata's own rules (`<id>/<kata>`).
+                f.source = locate(f.id, self.src, variant=_variant(f.id, params) or self.kata.id)
             f.source = _merge_refs(f.source, self.src)
             severity = f.severity or (m.severity if f.strength >= 2 else "actionable")
-            explanation = m.render("explanation", self.lang, params)
+            explanation = m.render("explanation", self.lang, params, kata=self.kata.id)
             quoted = [
                 k for k in _SIZE_NAMES if k in m.params and k in (f.probe.params if f.probe else {})
             ]
@@ -884,9 +885,9 @@ class Engine:
                 Diagnostic(
                     id=f.id,
                     severity=severity,
-                    title=m.render("title", self.lang, params),
+                    title=m.render("title", self.lang, params, kata=self.kata.id),
                     explanation=explanation,
-                    fix=m.render("fix", self.lang, params),
+                    fix=m.render("fix", self.lang, params, kata=self.kata.id),
                     evidence=f.evidence[:4],
                     source=f.source[:3],
                     link=m.link(self.kata.id, self.lang),
@@ -1166,7 +1167,7 @@ TRACE_RULES: tuple[TraceRule, ...] = (
 
 
 # Sizes a catalogue text may quote from a probe (the explanation then says whose they are).
-_SIZE_NAMES = ("B", "L", "S", "D", "d", "H", "Hkv", "W", "dv", "r", "P", "g", "block")
+_SIZE_NAMES = ("B", "L", "S", "D", "d", "H", "Hkv", "W", "dv", "r", "P", "g", "block", "N")
 
 
 def _variant(mid: str, params: dict[str, Any]) -> str | None:

@@ -548,7 +548,7 @@ def next_hint(s: Session, p: Problem, kata: Kata) -> tuple[str, str] | None:
         targeted = kata.hint_for(mid)
         if targeted is not None:
             return f"mistake:{mid}", targeted.text.get(s.lang)
-        if (fix := _catalogue_fix(mid, s.lang)) is not None:
+        if (fix := _catalogue_fix(mid, s.lang, kata.id)) is not None:
             return f"mistake:{mid}", fix
     for i, h in enumerate(kata.progressive_hints, 1):
         if f"level:{i}" not in p.hints:
@@ -556,7 +556,7 @@ def next_hint(s: Session, p: Problem, kata: Kata) -> tuple[str, str] | None:
     return None
 
 
-def _catalogue_fix(mistake_id: str, lang: str) -> str | None:
+def _catalogue_fix(mistake_id: str, lang: str, kata: str | None = None) -> str | None:
     """The mistake catalogue's title and fix, for a mistake the kata wrote no hint for (as
     `kata hint` does)."""
     from attnkata.checker import mistakes
@@ -564,7 +564,12 @@ def _catalogue_fix(mistake_id: str, lang: str) -> str | None:
     if mistake_id not in mistakes.catalogue():
         return None
     m = mistakes.get(mistake_id)
-    return msg("hint.title_and_fix", lang, title=m.render("title", lang), fix=m.render("fix", lang))
+    return msg(
+        "hint.title_and_fix",
+        lang,
+        title=m.render("title", lang, kata=kata),
+        fix=m.render("fix", lang, kata=kata),
+    )
 
 
 def submit(s: Session, at: float, reason: str) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_flatten
 
 from attnkata.checker.sandbox import wire
@@ -183,6 +183,66 @@ def _storage_key(t: torch.Tensor) -> int:
         return t.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):
         return -1
+
+
+MAX_RECORDED_CALLS = 4  # calls whose arguments are kept, per recorded name; more are counted
+
+
+class CallLog:
+    """The calls of the candidate module's own top-level functions that the grader names
+    (a request's "record"), while one call runs: each name is rebound in the module, for that
+    call only, to a wrapper that keeps a copy of the arguments and calls the original, so a
+    function that looks the name up when it calls it (flash-decoding's `combine`) is seen.
+
+    A report like the op trace: the candidate's code runs beside it and could call the name
+    with anything. The graders judge the recorded values (the split partials a correct
+    `flash_decode` must compute), never the fact of a record."""
+
+    def __init__(self, namespace: dict[str, Any], names: Any) -> None:
+        self.namespace = namespace
+        wanted = (
+            [n for n in names if isinstance(n, str)][:8] if isinstance(names, list | tuple) else []
+        )
+        self.calls: dict[str, dict[str, Any]] = {n: {"count": 0, "calls": []} for n in wanted}
+        self.saved: dict[str, Any] = {}
+
+    def __enter__(self) -> CallLog:
+        for name in self.calls:
+            fn = self.namespace.get(name)
+            if callable(fn):
+                self.saved[name] = fn
+                self.namespace[name] = self._wrap(self.calls[name], fn)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for name, fn in self.saved.items():
+            self.namespace[name] = fn
+
+    @staticmethod
+    def _wrap(log: dict[str, Any], fn: Any) -> Any:
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            log["count"] += 1
+            if len(log["calls"]) < MAX_RECORDED_CALLS:
+                # Copied outside the recorders: the copy is the harness's, not the candidate's ops.
+                with _disable_current_modes():
+                    log["calls"].append(
+                        {
+                            "args": [_kept(a) for a in args],
+                            "kwargs": {k: _kept(v) for k, v in kwargs.items()},
+                        }
+                    )
+            return fn(*args, **kwargs)
+
+        return recorded
+
+
+def _kept(value: Any) -> Any:
+    """A recorded argument as it was at the call (a later in-place write does not show)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, tuple | list):  # one level: a list of tensors is kept as it was
+        return [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in value]
+    return value
 
 
 class _BlockTrainer(importlib.abc.MetaPathFinder):
@@ -430,10 +490,11 @@ class Server:
         }
         state = _TraceState(inputs, str(self.path))
         grads = None
+        log = CallLog(vars(self.module) if "handle" not in req else {}, req.get("record") or ())
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t0, c0 = time.perf_counter(), time.process_time()
-            with _FunctionRecorder(state), _DispatchRecorder(state):
+            with log, _FunctionRecorder(state), _DispatchRecorder(state):
                 with torch.set_grad_enabled(bool(wrt)):
                     out = target(*args, **kwargs)
                 if wrt:
@@ -467,6 +528,7 @@ class Server:
             # CPU seconds of the call: what the diagnosis' budgets count, so that a busy
             # machine (whose wall clock runs slow for everyone) does not cut them short.
             "cpu": cpu,
+            "calls": log.calls,
         }
 
     def serve(self) -> None:

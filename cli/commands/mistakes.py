@@ -57,8 +57,8 @@ def mistakes(
                     "id": m.id,
                     "severity": m.severity,
                     "katas": list(m.katas),
-                    "title": m.render("title", lang),
-                    "fix": m.render("fix", lang),
+                    "title": m.render("title", lang, kata=kata_id),
+                    "fix": m.render("fix", lang, kata=kata_id),
                     "link": m.link(kata_id, lang),
                 }
                 for m in entries
@@ -76,7 +76,7 @@ def mistakes(
         row = [
             m.id,
             Text(m.severity, style=SEVERITY_STYLE.get(m.severity, "")),
-            m.render("title", lang),
+            m.render("title", lang, kata=kata_id),
         ]
         if kata_id is None:
             row.append(_katas_text(m, lang))

@@ -344,7 +344,7 @@ def _last_diagnoses(h: History, kata: str) -> list[str]:
     return json.loads(rows[0]["diagnoses"]) if rows else []
 
 
-def _catalogue_hint(mistake_id: str) -> catalog.Hint | None:
+def _catalogue_hint(mistake_id: str, kata: str | None = None) -> catalog.Hint | None:
     from attnkata.checker import mistakes
 
     if mistake_id not in mistakes.catalogue():
@@ -353,7 +353,10 @@ def _catalogue_hint(mistake_id: str) -> catalog.Hint | None:
     text = catalog.Text(
         **{
             lang: msg(
-                "hint.title_and_fix", lang, title=m.render("title", lang), fix=m.render("fix", lang)
+                "hint.title_and_fix",
+                lang,
+                title=m.render("title", lang, kata=kata),
+                fix=m.render("fix", lang, kata=kata),
             )
             for lang in catalog.LANGS
         }
@@ -394,7 +397,7 @@ def next_hint(k: catalog.Kata, level: int | None, lang: str) -> tuple[str, str]:
         if level is None:
             for mid in _last_diagnoses(h, k.id):
                 # No hint written for this mistake in kata.toml: the catalogue's fix serves as one.
-                targeted = k.hint_for(mid) or _catalogue_hint(mid)
+                targeted = k.hint_for(mid) or _catalogue_hint(mid, k.id)
                 if targeted and f"mistake:{mid}" not in shown:
                     chosen, label = targeted, msg("hint.for_mistake", lang, id=mid)
                     hid = f"mistake:{mid}"
