@@ -31,6 +31,8 @@ from attnkata.checker.proxy import (
     RemoteModule,
 )
 from attnkata.checker.sandbox.autograd import backward
+from attnkata.checker.sandbox.layouts import apply as apply_layouts
+from attnkata.checker.sandbox.layouts import normal as normal_layouts
 from attnkata.checker.sandbox.child import _structure
 
 Recorder = Callable[[dict[str, Any], dict[str, Any]], None]  # (request, reply)
@@ -53,6 +55,7 @@ class CandidateAPI(Protocol):
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         memory_mb: int | None = None,
+        layouts: dict[Any, str] | None = None,
     ) -> Outcome: ...
 
     def submit(
@@ -63,6 +66,7 @@ class CandidateAPI(Protocol):
         *,
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
+        layouts: dict[Any, str] | None = None,
     ) -> Any: ...
 
     def new(
@@ -83,11 +87,18 @@ def _raised(exc: Exception) -> CandidateRaised:
 
 
 def _run(
-    fn: Any, args: tuple, kwargs: dict[str, Any], grad_wrt: tuple[int, ...], grad_output: Any
+    fn: Any,
+    args: tuple,
+    kwargs: dict[str, Any],
+    grad_wrt: tuple[int, ...],
+    grad_output: Any,
+    layouts: dict[Any, str] | None = None,
 ) -> Outcome:
-    """Call like the candidate's child does: outputs detached, gradients w.r.t. `grad_wrt`,
-    in-place changes to the arguments reported; exceptions become CandidateRaised."""
+    """Call like the candidate's child does: inputs in the `layouts` asked for, outputs
+    detached, gradients w.r.t. `grad_wrt`, in-place changes to the arguments reported;
+    exceptions become CandidateRaised."""
     args_l, kwargs_l = list(clone_tree(args)), clone_tree(kwargs)
+    apply_layouts(args_l, kwargs_l, normal_layouts(layouts))
     pristine = clone_tree((args_l, kwargs_l))
     t0 = time.perf_counter()
     with warnings.catch_warnings():
@@ -243,6 +254,7 @@ class LocalCandidate:
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         memory_mb: int | None = None,
+        layouts: dict[Any, str] | None = None,
     ) -> Outcome:
         """(`memory_mb` is the sandbox's; trusted code runs without it.)"""
         req = {
@@ -253,8 +265,13 @@ class LocalCandidate:
             "grad_wrt": grad_wrt,
             "grad_output": grad_output,
         }
+        if layouts:
+            req["layouts"] = normal_layouts(layouts)
         return self._served(
-            req, lambda: _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output)
+            req,
+            lambda: _run(
+                self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output, layouts
+            ),
         )
 
     def submit(
@@ -265,9 +282,12 @@ class LocalCandidate:
         *,
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
+        layouts: dict[Any, str] | None = None,
     ) -> Ready:
         return Ready(
-            lambda: self.call(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output)
+            lambda: self.call(
+                name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, layouts=layouts
+            )
         )
 
     def new(

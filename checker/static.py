@@ -286,7 +286,9 @@ def check_source(
                     ],
                 )
             )
-    findings = policy_rules.scan(tree, allow_imports, review=True)
+    findings = policy_rules.scan(
+        tree, allow_imports, review=True, exact_imports=kata.allow_imports, ban=kata.ban
+    )
     out += policy_rules.diagnostics(
         findings, source.splitlines(), lang, mode=policy, kata_id=kata.id
     )
