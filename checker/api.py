@@ -76,6 +76,7 @@ def grade(
 
     # First thing, before the sandbox and ~1-2 s of imports: what is graded is the file as it
     # was when the check was asked for, not a save made while torch loads.
+    catalog.require_extras(kata, lang)
     require_file(kata, path, lang)
     preread = read_source(path, lang)
     from attnkata.checker.sandbox import host

@@ -457,6 +457,15 @@ def missing_extras(kata: Kata | KataSummary) -> list[str]:
     return missing
 
 
-def install_command(extras: list[str] | tuple[str, ...]) -> str:
-    """The command that installs `extras` into this attnkata (as README's quickstart does)."""
-    return f'python -m pip install -c constraints.txt "attnkata[{",".join(extras)}]"'
+def require_extras(kata: Kata, lang: str = "en") -> None:
+    """Raise MissingExtra (exit 3) when `kata` needs an extra that is not installed."""
+    missing = missing_extras(kata)
+    if missing:
+        from attnkata.checker.errors import MissingExtra
+        from attnkata.checker.messages import msg
+
+        extras = ",".join(missing)
+        raise MissingExtra(
+            msg("extra.missing", lang, kata=kata.id, extras=extras),
+            msg("extra.install", lang, extras=extras),
+        )

@@ -140,6 +140,9 @@ def check(
     the file before importing this module: a save after Enter must not change what is graded).
     A Ctrl-C ends the candidate's processes and propagates as KeyboardInterrupt."""
     path = Path(path)
+    from attnkata.checker.catalog import require_extras
+
+    require_extras(kata, lang)  # (before anything is read or started: exit 3, how to install)
     if preread is None:
         # Before torch and pytest (~1-2 s): what is graded is the file as it was when asked.
         require_file(kata, path, lang)

@@ -84,3 +84,111 @@ def guarded(args: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]
     load()
     with triton_guard.call(triton_guard.input_labels(args, kwargs)) as report:
         yield report
+
+
+# -- the mutants' outputs, kept between processes ------------------------------------------
+# A Triton kata's diagnosis runs ~20 variants on ~10 probes in the interpreter (~0.1 s a
+# launch): ~10 s, the first time. Their outputs are deterministic, so they are kept in the
+# data dir (beside the summaries cache), keyed by the inputs, the variant and the code that
+# computes them, and loaded as plain tensors (torch.load(weights_only=True)).
+_CODE_KEY: dict[str, str] = {}
+
+
+def _code_key(module: ModuleType) -> str:
+    name = module.__name__
+    if name not in _CODE_KEY:
+        import hashlib
+        from pathlib import Path
+
+        import triton
+
+        from attnkata.checker.sandbox import triton_guard
+
+        h = hashlib.sha256(triton.__version__.encode())
+        for path in (module.__file__, triton_guard.__file__, __file__):
+            h.update(Path(str(path)).read_bytes())
+        _CODE_KEY[name] = h.hexdigest()[:16]
+    return _CODE_KEY[name]
+
+
+def _call_key(tag: str, args: tuple, kwargs: dict[str, Any]) -> str:
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha256(tag.encode())
+
+    def feed(value: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            t = value.detach()
+            h.update(f"T{t.dtype}{tuple(t.shape)}{t.stride()}{t.storage_offset()}".encode())
+            h.update(t.contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        elif isinstance(value, tuple | list):
+            h.update(f"[{len(value)}".encode())
+            for v in value:
+                feed(v)
+        else:
+            h.update(repr(value).encode())
+
+    feed(args)
+    feed(sorted(kwargs.items()))
+    return h.hexdigest()[:32]
+
+
+def mutant(fn: Callable[..., Any], module: ModuleType, tag: str) -> Callable[..., Any]:
+    """`fn` (a variant or the reference of a Triton kata's mutants `module`) as the diagnosis
+    calls it: under the guard, as the candidate's function ran, and its result kept on disk
+    (`tag` names the variant: its knobs)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        key = f"{_code_key(module)}-{_call_key(tag, args, kwargs)}"
+        hit = _cache_read(key)
+        if hit is not None:
+            if "error" in hit:
+                kind, message = hit["error"]
+                raise type(str(kind), (RuntimeError,), {})(str(message))
+            return hit["value"]
+        try:
+            with guarded(list(args), kwargs):
+                value = fn(*args, **kwargs)
+        except Exception as exc:
+            _cache_write(key, {"error": [type(exc).__name__, str(exc)]})
+            raise
+        _cache_write(key, {"value": value})
+        return value
+
+    call.keywords = getattr(fn, "keywords", {})  # type: ignore[attr-defined]
+    return call
+
+
+def _cache_dir() -> Any:
+    from attnkata.checker.store import data_dir
+
+    return data_dir() / "cache" / "triton-mutants"
+
+
+def _cache_read(key: str) -> dict[str, Any] | None:
+    import torch
+
+    path = _cache_dir() / f"{key}.pt"
+    try:
+        data = torch.load(path, weights_only=True)
+    except Exception:  # noqa: BLE001 - missing, damaged, another version's: compute it again
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _cache_write(key: str, data: dict[str, Any]) -> None:
+    """Best effort, written whole then renamed (a reader never sees half a file)."""
+    import os
+
+    import torch
+
+    try:
+        folder = _cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"{key}.{os.getpid()}.tmp"
+        torch.save(data, tmp)
+        os.replace(tmp, folder / f"{key}.pt")
+    except Exception:  # noqa: BLE001 - a read-only data dir only costs the time next run
+        pass

@@ -75,6 +75,8 @@ def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
                 "status": s.status if s else "not started",
                 "best_time": s.time_to_first_pass if s else None,
                 "due": plans[k.id].is_due(now),
+                "requires": list(k.requires),
+                "missing": catalog.missing_extras(k),
             }
         )
     if json_out:
@@ -97,6 +99,9 @@ def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
             status.append(f" ({_fmt_seconds(r['best_time'])})", style="dim")
         if r["due"]:
             status.append("\ndue", style="bold magenta")
+        if r["missing"]:
+            extras = ",".join(r["missing"])
+            status.append("\n" + msg("extra.list_status", lang, extras=extras), style="yellow")
         title = Text(r["title"])
         title.append(f"\n{r['difficulty']} · {r['minutes']} min", style="dim")
         table.add_row(r["id"], title, status)
@@ -110,7 +115,8 @@ def next_kata(json_out: JsonOption = False, lang: LangOption = None) -> None:
     lang = resolve_lang(lang)
     with History() as h:
         plans, now = _plans(h)
-    rec = schedule.recommend(catalog.summaries(), plans, now)
+    installed = {k: s for k, s in catalog.summaries().items() if not catalog.missing_extras(s)}
+    rec = schedule.recommend(installed, plans, now)
     if rec is None:
         raise UsageError("no katas installed", "reinstall attnkata")
     if json_out:

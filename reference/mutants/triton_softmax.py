@@ -14,6 +14,7 @@ reads of `missing-load-mask`, `torch-instead-of-triton` and `dtype-not-preserved
 
 from __future__ import annotations
 
+import sys
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -120,19 +121,10 @@ def softmax(
     return y
 
 
-def _guarded(fn: Any) -> Any:
-    """`fn` called as the candidate's function is: under the interpreter's guard."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        with triton_support.guarded(list(args), kwargs):
-            return fn(*args, **kwargs)
-
-    call.keywords = getattr(fn, "keywords", {})  # type: ignore[attr-defined]
-    return call
-
-
 def _m(**knobs: Any) -> Any:
-    return _guarded(partial(softmax, **knobs))
+    """A variant: the knobbed function, run as the candidate's is and kept on disk."""
+    tag = "variant " + repr(sorted(knobs.items()))
+    return triton_support.mutant(partial(softmax, **knobs), sys.modules[__name__], tag)
 
 
 MUTANTS = {
@@ -149,7 +141,7 @@ MUTANTS = {
     ],
 }
 
-REFERENCE = SimpleNamespace(**{ENTRY: _guarded(ref.softmax_triton)})
+REFERENCE = SimpleNamespace(**{ENTRY: triton_support.mutant(ref.softmax_triton, sys.modules[__name__], "reference")})
 TRACE_RULES = triton_rules.RULES
 # Each probe is one interpreted launch (~0.05 s); a busy machine may take a few times that.
 PROBE_TIME_BUDGET = 8.0
