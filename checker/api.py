@@ -116,6 +116,8 @@ def grade(
                 [d.id for d in result.diagnostics if d.is_error and d.id != "untouched-skeleton"],
                 mode=mode,
             )
+            if result.timings.get("speed_ms"):  # the GPU `speed` tier ran: its best time is kept
+                h.record_speed(kata.id, result.timings)
     return result
 
 

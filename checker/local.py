@@ -31,9 +31,9 @@ from attnkata.checker.proxy import (
     RemoteModule,
 )
 from attnkata.checker.sandbox.autograd import backward
+from attnkata.checker.sandbox.child import _structure
 from attnkata.checker.sandbox.layouts import apply as apply_layouts
 from attnkata.checker.sandbox.layouts import normal as normal_layouts
-from attnkata.checker.sandbox.child import _structure
 
 Recorder = Callable[[dict[str, Any], dict[str, Any]], None]  # (request, reply)
 

@@ -62,7 +62,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "{cell} lanes): expected = the lanes inside `{tensor}`, yours = the lanes your call {verb}; "
         "red: outside the tensor",
         "第 {line} 行的 tl.{op} 在 program {program} 中的 lane（分块 {shape}，每格 {cell} 个 lane）："
-        "应为 = 位于 `{tensor}` 之内的 lane，你的 = 你的调用{verb}的 lane；红色：位于张量之外",
+        "应为 = 位于 `{tensor}` 之内的 lane，你的 = 你的调用访问的 lane；红色：位于张量之外",
     ),
     # the diagnosis' own sentences (checker/diagnose/engine.py)
     "diag.tests_raised": ("the tests raised: {detail}", "测试中抛出了异常：{detail}"),

@@ -252,7 +252,7 @@ def assert_triton_kernel(outcome: Outcome, *, case: str) -> None:
             "outside": "outside every tensor of the launch, not even near",
         }.get(e.get("region", ""), "outside")
         verb = "read" if e.get("op") == "load" else "wrote"
-        how = "" if e.get("masked", True) else " (a tl.%s without a mask)" % e.get("op", "load")
+        how = "" if e.get("masked", True) else f" (a tl.{e.get('op', 'load')} without a mask)"
         raise AssertionError(
             f"{case}: your kernel {verb} {e.get('lanes', 0)} lane(s) {side} `{tensor}`{label}"
             f"{where}{how}, first in program {tuple(e.get('program') or ())}; on a GPU that is "

@@ -309,10 +309,7 @@ def clean(reply: Any, op: str) -> Reply:
         return {
             "ok": True,
             "value": reply.get("value"),
-            **{
-                k: _number(reply.get(k, 0.0), k)
-                for k in ("ms", "median_ms", "sem_ms", "reps")
-            },
+            **{k: _number(reply.get(k, 0.0), k) for k in ("ms", "median_ms", "sem_ms", "reps")},
         }
     if op == "call":
         grads = reply.get("grads")

@@ -59,7 +59,11 @@ def flash_fwd_kernel(
     offs_d = tl.arange(0, D)  # (D,)
     row_ok = offs_m < L
     q = tl.load(
-        q_ptr + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_ql + offs_d[None, :] * stride_qd,
+        q_ptr
+        + b * stride_qb
+        + h * stride_qh
+        + offs_m[:, None] * stride_ql
+        + offs_d[None, :] * stride_qd,
         mask=row_ok[:, None],
         other=0.0,
     )  # (BLOCK_M, D)
@@ -76,7 +80,11 @@ def flash_fwd_kernel(
         cols = start + offs_n  # (BLOCK_N,) key positions
         col_ok = cols < S
         k = tl.load(
-            k_ptr + b * stride_kb + h * stride_kh + cols[None, :] * stride_ks + offs_d[:, None] * stride_kd,
+            k_ptr
+            + b * stride_kb
+            + h * stride_kh
+            + cols[None, :] * stride_ks
+            + offs_d[:, None] * stride_kd,
             mask=col_ok[None, :],
             other=0.0,
         )  # (D, BLOCK_N): k transposed by its pointers
@@ -93,7 +101,11 @@ def flash_fwd_kernel(
         p = tl.exp(s - shift[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
         v = tl.load(
-            v_ptr + b * stride_vb + h * stride_vh + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd,
+            v_ptr
+            + b * stride_vb
+            + h * stride_vh
+            + cols[:, None] * stride_vs
+            + offs_d[None, :] * stride_vd,
             mask=col_ok[:, None],
             other=0.0,
         )  # (BLOCK_N, D)
@@ -103,7 +115,11 @@ def flash_fwd_kernel(
     out = acc / tl.where(has_key, l_i, 1.0)[:, None]
     lse = tl.where(has_key, m_i + tl.log(tl.where(has_key, l_i, 1.0)), float("-inf"))
     tl.store(
-        o_ptr + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_ol + offs_d[None, :] * stride_od,
+        o_ptr
+        + b * stride_ob
+        + h * stride_oh
+        + offs_m[:, None] * stride_ol
+        + offs_d[None, :] * stride_od,
         out.to(o_ptr.dtype.element_ty),
         mask=row_ok[:, None],
     )

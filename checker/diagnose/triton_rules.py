@@ -43,7 +43,9 @@ def kernel_bounds(e: Engine, p: Probe, c: Observed, r: Observed | None) -> bool:
             continue
         line = ev.get("line")
         tensor = ev.get("tensor") or "?"
-        label = e.say("diag.paren", text=e._arg_name(p.entry, ev["label"])) if ev.get("label") else ""
+        label = (
+            e.say("diag.paren", text=e._arg_name(p.entry, ev["label"])) if ev.get("label") else ""
+        )
         program = tuple(ev.get("program") or ())
         text = e.evidence(
             "trace.kernel_outside",

@@ -26,7 +26,9 @@ def arrange(t: torch.Tensor, spec: str) -> torch.Tensor:
         kind, _, arg = part.partition(":")
         if kind == "pad":
             n = int(arg)
-            buf = torch.full((*out.shape[:-1], out.shape[-1] + n), math.nan, dtype=out.dtype, device=out.device)
+            buf = torch.full(
+                (*out.shape[:-1], out.shape[-1] + n), math.nan, dtype=out.dtype, device=out.device
+            )
             buf[..., : out.shape[-1]] = out
             out = buf[..., : out.shape[-1]]
         elif kind == "swap":

@@ -112,7 +112,9 @@ class _Group:
     role: str
     names: list[str] = field(default_factory=list)  # the kernel's parameters that point into it
     label: str = ""  # the call's argument it came from, when it is one
-    members: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)  # (original, banded)
+    members: list[tuple[torch.Tensor, torch.Tensor]] = field(
+        default_factory=list
+    )  # (original, banded)
     sentinel: bytes = b""
 
 
@@ -398,9 +400,7 @@ def install() -> None:
         if not _state.active:
             return _plain_load(ptrs, mask, other, cache_policy, is_volatile)
         keep = _check(ptrs.data, mask.data, "load", _masked)
-        return _plain_load(
-            ptrs, TensorHandle(keep, mask.dtype), other, cache_policy, is_volatile
-        )
+        return _plain_load(ptrs, TensorHandle(keep, mask.dtype), other, cache_policy, is_volatile)
 
     def masked_store(ptrs, value, mask, cache_policy):  # noqa: ANN001
         if not _state.active:

@@ -427,6 +427,7 @@ def history(
         kata = catalog.get_kata(kata).id
     with History() as h:
         rows = [dict(r) for r in h.attempts(kata, limit)]
+        speeds = h.best_speeds()
     for r in rows:
         r["diagnoses"] = json.loads(r["diagnoses"])
     if json_out:
@@ -455,6 +456,14 @@ def history(
         for mid in r["diagnoses"]:
             table.add_row("", Text(f"  {mid}", style="yellow"), "", "")
     out.print(table)
+    shown = {k: v for k, v in speeds.items() if kata is None or k == kata}
+    if shown:
+        items = "; ".join(
+            f"{k} {v['speed_ms']:.3f} ms ({v.get('speed_speedup', 0):.2f}x, "
+            f"{v.get('speed_tflops', 0):.1f} TFLOP/s)"
+            for k, v in sorted(shown.items())
+        )
+        out.print(Text(msg("speed.best", resolve_lang(None), items=items), style="dim"))
 
 
 def stats(json_out: JsonOption = False) -> None:

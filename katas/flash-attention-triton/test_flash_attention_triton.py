@@ -151,7 +151,12 @@ def test_queries_without_keys(solution):
 @pytest.mark.tier("edge")
 def test_large_logits(solution):
     q, k, v = qkv(25, scale=8.0)  # |q . k| / sqrt(d) up to about 1e3
-    check(solution, (q, k, v), {"is_causal": True}, f"logits up to about 1e3, is_causal=True, {sizes(q, k)}")
+    check(
+        solution,
+        (q, k, v),
+        {"is_causal": True},
+        f"logits up to about 1e3, is_causal=True, {sizes(q, k)}",
+    )
 
 
 @pytest.mark.tier("edge")
@@ -165,6 +170,30 @@ def test_negative_logits(solution):
 def test_float16_causal(solution):
     q, k, v = qkv(31, Lq=37, Sk=37, d=64, dtype=torch.float16)
     check(solution, (q, k, v), {"is_causal": True}, f"is_causal=True, {sizes(q, k)}")
+
+
+@pytest.mark.tier("efficient")
+def test_causal_skips_masked_blocks(solution):
+    """Informative here (not a required tier): with is_causal=True and L = S, a query block
+    never sees the key blocks after its last query, so a kernel that skips them loads fewer
+    elements of k than without is_causal (the guard counts the lanes each call loads)."""
+    q, k, v = qkv(37, Lq=128, Sk=128, heads=(1, 1))
+    loads = {}
+    for is_causal in (False, True):
+        outcome = solution.call(FN, (q, k, v), {"is_causal": is_causal})
+        report = outcome.trace.get("triton") or {}
+        loads[is_causal] = report.get("loaded", {}).get("argument 1", 0)
+        grid = (report.get("grids") or [[1]])[0]
+        programs = math.prod(max(int(g), 1) for g in grid)
+    if programs < 2 or not loads[False]:
+        return  # one query block per head: there is nothing to skip
+    if loads[True] >= loads[False]:
+        raise AssertionError(
+            f"causal, B=1, H=1, L=S=128, d={D}: your kernel loaded {loads[True]:,} elements of k "
+            f"with is_causal=True and {loads[False]:,} without it ({programs} query blocks): the "
+            "key blocks after a query block's last query are fully masked; end the key loop at "
+            "S - L + (pid_m + 1) * BLOCK_M to skip them (about half the work when L = S)"
+        )
 
 
 @pytest.mark.tier("speed")

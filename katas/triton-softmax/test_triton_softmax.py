@@ -56,7 +56,10 @@ def test_one_row(solution):
 
 
 LAYOUTS = {
-    "padded-rows": ("pad:7", f"x ({N}, {C}) whose rows are {C + 7} elements apart (x.stride(0) = {C + 7})"),
+    "padded-rows": (
+        "pad:7",
+        f"x ({N}, {C}) whose rows are {C + 7} elements apart (x.stride(0) = {C + 7})",
+    ),
     "column-major": ("swap:0,1", f"x ({N}, {C}) stored column-major (x.stride() = (1, {N}))"),
 }
 

@@ -21,8 +21,8 @@ replica of the same tiling, reference/mutants/flash_attention.py).
 
 from __future__ import annotations
 
-import sys
 import math
+import sys
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -280,7 +280,9 @@ MUTANTS = {
     "stride-assumed-contiguous": _m(contiguous_strides=True),
 }
 
-REFERENCE = SimpleNamespace(**{ENTRY: triton_support.mutant(ref.flash_attention_triton, sys.modules[__name__], "reference")})
+REFERENCE = SimpleNamespace(
+    **{ENTRY: triton_support.mutant(ref.flash_attention_triton, sys.modules[__name__], "reference")}
+)
 TRACE_RULES = triton_rules.RULES
 # Each probe is one interpreted launch of a few programs (~0.05-0.3 s; a candidate with
 # 16-wide blocks takes a few times the reference's, a busy machine more).
@@ -294,7 +296,9 @@ def _sizes(b: int, h: int, L: int, S: int, dd: int = d, **extra: Any) -> dict[st
     return {"B": b, "H": h, "L": L, "S": S, "d": dd, "dv": dd, "D": h * dd, **extra}
 
 
-def _qkv(seed: int, b: int, h: int, L: int, S: int, dd: int = d, dtype: torch.dtype = torch.float32):
+def _qkv(
+    seed: int, b: int, h: int, L: int, S: int, dd: int = d, dtype: torch.dtype = torch.float32
+):
     return (
         randn(b, h, L, dd, seed=seed, dtype=dtype),
         randn(b, h, S, dd, seed=seed + 1, dtype=dtype),

@@ -141,7 +141,9 @@ MUTANTS = {
     ],
 }
 
-REFERENCE = SimpleNamespace(**{ENTRY: triton_support.mutant(ref.softmax_triton, sys.modules[__name__], "reference")})
+REFERENCE = SimpleNamespace(
+    **{ENTRY: triton_support.mutant(ref.softmax_triton, sys.modules[__name__], "reference")}
+)
 TRACE_RULES = triton_rules.RULES
 # Each probe is one interpreted launch (~0.05 s); a busy machine may take a few times that.
 PROBE_TIME_BUDGET = 8.0

@@ -6,4 +6,6 @@ for qb in range(L // block):
     for kb in range(S // block):
         visited += 1
         skipped += kb * block <= last_query
-print(f"key blocks visited per head: all of them = {visited}, only those a query can see = {skipped}")
+print(
+    f"key blocks visited per head: all of them = {visited}, only those a query can see = {skipped}"
+)

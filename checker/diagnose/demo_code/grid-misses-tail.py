@@ -6,4 +6,6 @@ for name, programs in (("n // block", n // block), ("cdiv(n, block)", -(-n // bl
     for pid in range(programs):
         rows = torch.arange(pid * block, pid * block + block)
         written[rows[rows < n]] = True
-    print(f"grid = ({name}) = {programs} programs: rows never written = {(~written).nonzero().flatten().tolist()}")
+    print(
+        f"grid = ({name}) = {programs} programs: rows never written = {(~written).nonzero().flatten().tolist()}"
+    )

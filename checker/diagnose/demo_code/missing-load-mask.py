@@ -1,4 +1,5 @@
 import os
+
 os.environ["TRITON_INTERPRET"] = "1"  # the kernel runs on the CPU, in Triton's interpreter
 import torch, triton, triton.language as tl
 

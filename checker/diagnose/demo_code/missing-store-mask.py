@@ -1,4 +1,5 @@
 import os
+
 os.environ["TRITON_INTERPRET"] = "1"  # the kernel runs on the CPU, in Triton's interpreter
 import torch, triton, triton.language as tl
 
@@ -18,4 +19,6 @@ buf = torch.full((8,), -1.0)  # y is buf[:5]; buf[5:] stands for whatever lies a
 for masked in (False, True):
     buf.fill_(-1.0)
     double[(1,)](torch.arange(5.0), buf[:5], 5, BLOCK=8, MASKED=masked)
-    print(f"mask={'yes' if masked else 'no ':3}: y = {buf[:5].tolist()}, after y: {buf[5:].tolist()}")
+    print(
+        f"mask={'yes' if masked else 'no ':3}: y = {buf[:5].tolist()}, after y: {buf[5:].tolist()}"
+    )
