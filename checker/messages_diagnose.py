@@ -59,7 +59,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     "grid.lanes": (
         "The lanes of the tl.{op} at line {line} in program {program} (tile {shape}, one cell per "
-        "{cell} lanes): expected = the lanes inside `{tensor}`, yours = the lanes your call {verb}; "
+        "{cell} lanes): expected = the lanes inside `{tensor}`, yours = the lanes your call accessed; "
         "red: outside the tensor",
         "第 {line} 行的 tl.{op} 在 program {program} 中的 lane（分块 {shape}，每格 {cell} 个 lane）："
         "应为 = 位于 `{tensor}` 之内的 lane，你的 = 你的调用访问的 lane；红色：位于张量之外",

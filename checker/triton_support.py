@@ -162,9 +162,15 @@ def mutant(fn: Callable[..., Any], module: ModuleType, tag: str) -> Callable[...
 
 
 def _cache_dir() -> Any:
+    """The data dir's cache/triton-mutants, or ATTNKATA_TRITON_CACHE (the test suite shares
+    one between its workers, whose data dirs are each test's own)."""
+    import os
+    from pathlib import Path
+
     from attnkata.checker.store import data_dir
 
-    return data_dir() / "cache" / "triton-mutants"
+    shared = os.environ.get("ATTNKATA_TRITON_CACHE")
+    return Path(shared) if shared else data_dir() / "cache" / "triton-mutants"
 
 
 def _cache_read(key: str) -> dict[str, Any] | None:

@@ -169,7 +169,6 @@ def _lane_picture(ev: dict[str, Any], lang: str, tensor: str) -> dict[str, Any]:
             shape=" x ".join(str(n) for n in shape) or "?",
             cell=max(1, lanes // cells),
             tensor=tensor,
-            verb=msg("trace.kernel.read" if ev.get("op") == "load" else "trace.kernel.wrote", code),
         )
         for code in ("en", "zh")
     }
