@@ -12,6 +12,7 @@ candidate's failure), and `record` is told of every request and its reply.
 from __future__ import annotations
 
 import copy
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -116,6 +117,13 @@ def _run(
                     out = fn(*args_l, **kwargs_l)
         except Exception as exc:  # noqa: BLE001 - the code raising is what the grader sees
             raise _raised(exc) from None
+    trace = {}
+    if "attnkata.checker.triton_support" in sys.modules:  # a Triton kata's mutant ran
+        from attnkata.checker import triton_support
+
+        report = triton_support.take_report()
+        if report is not None:
+            trace["triton"] = report
     value = out.detach() if isinstance(out, torch.Tensor) else out
     mutated = (
         []
@@ -126,7 +134,13 @@ def _run(
             if not unchanged(b, a)
         ]
     )
-    return Outcome(value=value, grads=grads, mutated=mutated, seconds=time.perf_counter() - t0)
+    return Outcome(
+        value=value,
+        grads=grads,
+        mutated=mutated,
+        trace=trace,
+        seconds=time.perf_counter() - t0,
+    )
 
 
 class LocalModule(RemoteModule):

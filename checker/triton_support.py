@@ -135,26 +135,40 @@ def _call_key(tag: str, args: tuple, kwargs: dict[str, Any]) -> str:
     return h.hexdigest()[:32]
 
 
+_last_report: dict[str, Any] | None = None
+
+
+def take_report() -> dict[str, Any] | None:
+    """The guard's report of the last `mutant` call (once): what a replay of the grader
+    against a mutant (checker/local.py) puts in the call's trace, as the child does."""
+    global _last_report
+    report, _last_report = _last_report, None
+    return report
+
+
 def mutant(fn: Callable[..., Any], module: ModuleType, tag: str) -> Callable[..., Any]:
     """`fn` (a variant or the reference of a Triton kata's mutants `module`) as the diagnosis
-    calls it: under the guard, as the candidate's function ran, and its result kept on disk
-    (`tag` names the variant: its knobs)."""
+    calls it: under the guard, as the candidate's function ran, and its result (with the
+    guard's report, `take_report`) kept on disk (`tag` names the variant: its knobs)."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        global _last_report
         key = f"{_code_key(module)}-{_call_key(tag, args, kwargs)}"
         hit = _cache_read(key)
         if hit is not None:
+            _last_report = hit.get("report")
             if "error" in hit:
                 kind, message = hit["error"]
                 raise type(str(kind), (RuntimeError,), {})(str(message))
             return hit["value"]
         try:
-            with guarded(list(args), kwargs):
+            with guarded(list(args), kwargs) as report:
                 value = fn(*args, **kwargs)
         except Exception as exc:
             _cache_write(key, {"error": [type(exc).__name__, str(exc)]})
             raise
-        _cache_write(key, {"value": value})
+        _last_report = report
+        _cache_write(key, {"value": value, "report": report})
         return value
 
     call.keywords = getattr(fn, "keywords", {})  # type: ignore[attr-defined]
