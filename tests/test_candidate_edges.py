@@ -207,9 +207,11 @@ def test_a_prefix_of_several_ids_suggests_them_all() -> None:
     assert catalog.suggest("flash", catalog.kata_ids()) == [
         "flash-attention",
         "flash-attention-backward",
+        "flash-attention-triton",
     ]
     res = kata("show", "flash", code=2)
     assert "'flash-attention'" in res.stderr and "'flash-attention-backward'" in res.stderr
+    assert "'flash-attention-triton'" in res.stderr
     assert "mla" not in res.stderr
 
 
