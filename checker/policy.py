@@ -1048,6 +1048,11 @@ def scan(
     return found if review else [f for f in found if f.id != NEEDS_REVIEW]
 
 
+def kata_rules(kata: Any) -> dict[str, tuple[str, ...]]:
+    """A kata's own policy (kata.toml `allow_imports`, `ban`) as `scan`'s keywords."""
+    return {"exact_imports": tuple(kata.allow_imports), "ban": tuple(kata.ban)}
+
+
 def scan_source(
     source: str, allow_imports: Iterable[str] = (), *, review: bool = False, **kata: Any
 ) -> list[Finding]:

@@ -286,9 +286,7 @@ def check_source(
                     ],
                 )
             )
-    findings = policy_rules.scan(
-        tree, allow_imports, review=True, exact_imports=kata.allow_imports, ban=kata.ban
-    )
+    findings = policy_rules.scan(tree, allow_imports, review=True, **policy_rules.kata_rules(kata))
     out += policy_rules.diagnostics(
         findings, source.splitlines(), lang, mode=policy, kata_id=kata.id
     )

@@ -151,13 +151,11 @@ def test_no_correct_solution_reference_skeleton_or_known_mistake_is_flagged():
 
 
 def _kata_policy(path: Path) -> dict[str, tuple[str, ...]]:
-    """A kata's own allowance and bans (the Triton katas: `import triton`) for its files."""
+    """The policy of the kata a file belongs to (the Triton katas allow `import triton`)."""
     from attnkata.checker.catalog import all_katas
 
-    for k in all_katas().values():
-        if (k.allow_imports or k.ban) and (k.id in path.parts or path.stem == k.module_name):
-            return {"exact_imports": k.allow_imports, "ban": k.ban}
-    return {}
+    owner = [k for k in all_katas().values() if k.id in path.parts or path.stem == k.module_name]
+    return policy.kata_rules(owner[0]) if owner else {}
 
 
 def test_the_existing_hostile_fixtures_are_flagged():
