@@ -270,6 +270,30 @@ def test_the_speed_tier_times_the_kernel_on_the_gpu_and_keeps_the_best():
         assert h.best_speeds()["flash-attention-triton"]["speed_ms"] == result.timings["speed_ms"]
 
 
+def test_the_speed_tiers_process_compiles_for_the_gpu_not_the_interpreter():
+    """What a machine without a GPU can check of the tier: its candidate process (the native
+    zygote's) loads the file with compiled, not interpreted, kernels (a CPU launch then finds
+    no GPU driver), and timing is refused there without CUDA and anywhere in an interpreting
+    process."""
+    from attnkata.checker.proxy import Candidate, CandidateRaised, Limits
+
+    path = REPO / "reference" / "triton_softmax.py"
+    x = torch.randn(4, 10)
+    with Candidate(path, Limits(call_timeout=60, total_timeout=120), native=True) as native:
+        native.start()
+        assert native.load_error is None and native.isolation["backend"]
+        # (without a GPU: no driver; with one: a CPU tensor its compiled kernel cannot read)
+        with pytest.raises(CandidateRaised, match="active drivers|cannot be accessed|cpu"):
+            native.call("softmax_triton", (x,))
+        if not torch.cuda.is_available():
+            with pytest.raises(CandidateRaised, match="no CUDA device"):
+                native.speed("softmax_triton", (x,))
+    with Candidate(path, Limits()) as interpreting:
+        with pytest.raises(CandidateRaised, match="compiles for the GPU"):
+            interpreting.speed("softmax_triton", (x,))
+        assert interpreting.call("softmax_triton", (x,)).trace["triton"]["launches"] == 1
+
+
 def test_history_keeps_the_best_speed_per_kata():
     from attnkata.checker.store import History
 
