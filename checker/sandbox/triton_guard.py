@@ -43,6 +43,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import torch
@@ -71,20 +72,12 @@ _EMPTIES = frozenset(
 )
 
 
-@contextlib.contextmanager
-def interpreting() -> Iterator[None]:
+def interpreting() -> contextlib.AbstractContextManager[Any]:
     """Inside the block, `@triton.jit` makes interpreted kernels (TRITON_INTERPRET is read
-    when a function is decorated). Triton itself must first be imported inside such a block:
-    `triton.language`'s own helpers (`tl.max`, `tl.sum`...) are jitted at its import."""
-    old = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = old
+    when a function is decorated; the environment is restored after). Triton itself must
+    first be imported inside such a block: `triton.language`'s own helpers (`tl.max`,
+    `tl.sum`...) are jitted at its import."""
+    return mock.patch.dict(os.environ, {"TRITON_INTERPRET": "1"})
 
 
 def interpreter_usable() -> bool:
