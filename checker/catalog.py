@@ -18,6 +18,12 @@ from attnkata.checker.errors import KataDefinitionError, UnknownKataError
 
 DIFFICULTIES = ("easy", "medium", "hard")
 TIERS = ("core", "edge", "efficient")
+# Timed on a GPU against a baseline, where one is present (the Triton katas): informative,
+# never required, never scored (not in TIERS).
+SPEED_TIER = "speed"
+# Optional parts of attnkata a kata may need (kata.toml `requires`): pip extra -> the module
+# whose presence means it is installed.
+EXTRAS = {"triton": "triton"}
 LANGS = ("en", "zh")
 FOLLOWUP_KINDS = ("open", "choice", "numeric", "order")
 
@@ -70,6 +76,11 @@ class Kata:
     followups: tuple[FollowUp, ...]
     mistakes: tuple[str, ...]
     folder: Path
+    requires: tuple[str, ...] = ()  # extras (EXTRAS) the kata needs installed
+    # The static policy for this kata's files: modules it may import beyond the policy's list
+    # (exactly these, not their submodules) and API paths it may not use.
+    allow_imports: tuple[str, ...] = ()
+    ban: tuple[str, ...] = ()
 
     @property
     def module_name(self) -> str:
@@ -220,6 +231,9 @@ def load_kata(folder: Path) -> Kata:
     tiers = f.strings("required_tiers", ("core", "edge"))
     if bad := [t for t in tiers if t not in TIERS]:
         raise f.fail("required_tiers", f"unknown tier(s) {bad}; known: {', '.join(TIERS)}")
+    requires = f.strings("requires", ())
+    if bad := [r for r in requires if r not in EXTRAS]:
+        raise f.fail("requires", f"unknown extra(s) {bad}; known: {', '.join(EXTRAS)}")
     hints = tuple(
         Hint(text=f.sub(h, f"hints[{i}]").text_value(), mistake=h.get("mistake"))
         for i, h in enumerate(f.get("hints", list))
@@ -249,6 +263,9 @@ def load_kata(folder: Path) -> Kata:
         followups=followups,
         mistakes=f.strings("mistakes", ()),
         folder=folder,
+        requires=requires,
+        allow_imports=f.strings("allow_imports", ()),
+        ban=f.strings("ban", ()),
     )
     for lang in LANGS:
         if not kata.statement_path(lang).is_file():
@@ -281,9 +298,10 @@ class KataSummary(NamedTuple):
     difficulty: str
     minutes: int
     mistakes: tuple[str, ...]
+    requires: tuple[str, ...] = ()
 
 
-SUMMARIES_VERSION = 1  # of the cached file's layout
+SUMMARIES_VERSION = 2  # of the cached file's layout
 
 
 @cache
@@ -318,10 +336,11 @@ def _summary(kata_id: str) -> KataSummary:
             data["difficulty"],
             int(data["minutes"]),
             tuple(data.get("mistakes", ())),
+            tuple(data.get("requires", ())),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError):
         k = get_kata(kata_id)
-        return KataSummary(k.id, k.title, k.difficulty, k.minutes, k.mistakes)
+        return KataSummary(k.id, k.title, k.difficulty, k.minutes, k.mistakes, k.requires)
 
 
 def _summaries_file() -> Path:
@@ -337,7 +356,12 @@ def _read_summaries(stamp: list[Any]) -> dict[str, KataSummary] | None:
             return None
         return {
             k["id"]: KataSummary(
-                k["id"], Text(**k["title"]), k["difficulty"], k["minutes"], tuple(k["mistakes"])
+                k["id"],
+                Text(**k["title"]),
+                k["difficulty"],
+                k["minutes"],
+                tuple(k["mistakes"]),
+                tuple(k.get("requires", ())),
             )
             for k in data["katas"]
         }
@@ -358,6 +382,7 @@ def _write_summaries(stamp: list[Any], found: list[KataSummary]) -> None:
                 "difficulty": k.difficulty,
                 "minutes": k.minutes,
                 "mistakes": list(k.mistakes),
+                "requires": list(k.requires),
             }
             for k in found
         ],
@@ -414,3 +439,33 @@ def suggest(name: str, choices: list[str]) -> list[str]:
     close = difflib.get_close_matches(typed, choices, n=3, cutoff=0.5)
     extra = [c for c in choices if c not in close and (typed in c or c in typed)]
     return close + extra
+
+
+def missing_extras(kata: Kata | KataSummary) -> list[str]:
+    """The extras `kata` requires that are not installed here (found by module, without
+    importing it: `kata list` stays fast)."""
+    import importlib.util
+
+    missing = []
+    for extra in kata.requires:
+        try:
+            found = importlib.util.find_spec(EXTRAS[extra]) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(extra)
+    return missing
+
+
+def require_extras(kata: Kata, lang: str = "en") -> None:
+    """Raise MissingExtra (exit 3) when `kata` needs an extra that is not installed."""
+    missing = missing_extras(kata)
+    if missing:
+        from attnkata.checker.errors import MissingExtra
+        from attnkata.checker.messages import msg
+
+        extras = ",".join(missing)
+        raise MissingExtra(
+            msg("extra.missing", lang, kata=kata.id, extras=extras),
+            msg("extra.install", lang, extras=extras),
+        )

@@ -39,6 +39,13 @@ class UnknownKataError(UsageError):
         self.suggestions = suggestions
 
 
+class MissingExtra(KataError):
+    """The kata needs an optional part of attnkata that is not installed (`kata.toml`
+    `requires`): the installation's to fix, not the candidate's, hence exit 3."""
+
+    exit_code = 3
+
+
 class KataDefinitionError(KataError):
     """A kata shipped with attnkata is broken (not the candidate's fault)."""
 

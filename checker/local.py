@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import sys
 import time
 import types
 import warnings
@@ -34,6 +35,8 @@ from attnkata.checker.proxy import (
 )
 from attnkata.checker.sandbox.autograd import backward
 from attnkata.checker.sandbox.child import CallLog, _structure
+from attnkata.checker.sandbox.layouts import apply as apply_layouts
+from attnkata.checker.sandbox.layouts import normal as normal_layouts
 
 Recorder = Callable[[dict[str, Any], dict[str, Any]], None]  # (request, reply)
 
@@ -56,6 +59,7 @@ class CandidateAPI(Protocol):
         grad_output: Any = None,
         memory_mb: int | None = None,
         record: tuple[str, ...] = (),
+        layouts: dict[Any, str] | None = None,
     ) -> Outcome: ...
 
     def submit(
@@ -67,6 +71,7 @@ class CandidateAPI(Protocol):
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         record: tuple[str, ...] = (),
+        layouts: dict[Any, str] | None = None,
     ) -> Any: ...
 
     def new(
@@ -115,11 +120,14 @@ def _run(
     grad_wrt: tuple[int, ...],
     grad_output: Any,
     record: tuple[str, ...] = (),
+    layouts: dict[Any, str] | None = None,
 ) -> Outcome:
-    """Call like the candidate's child does: outputs detached, gradients w.r.t. `grad_wrt`,
-    in-place changes to the arguments reported, the calls of `record`'s names recorded;
+    """Call like the candidate's child does: inputs in the `layouts` asked for, outputs
+    detached, gradients w.r.t. `grad_wrt`, in-place changes to the arguments reported, the
+    calls of `record`'s names recorded;
     exceptions become CandidateRaised."""
     args_l, kwargs_l = list(clone_tree(args)), clone_tree(kwargs)
+    apply_layouts(args_l, kwargs_l, normal_layouts(layouts))
     pristine = clone_tree((args_l, kwargs_l))
     log = CallLog(_namespace(fn) if record else {}, record)
     if record:
@@ -140,6 +148,13 @@ def _run(
                     out = fn(*args_l, **kwargs_l)
         except Exception as exc:  # noqa: BLE001 - the code raising is what the grader sees
             raise _raised(exc) from None
+    trace = {}
+    if "attnkata.checker.triton_support" in sys.modules:  # a Triton kata's mutant ran
+        from attnkata.checker import triton_support
+
+        report = triton_support.take_report()
+        if report is not None:
+            trace["triton"] = report
     value = out.detach() if isinstance(out, torch.Tensor) else out
     mutated = (
         []
@@ -154,6 +169,7 @@ def _run(
         value=value,
         grads=grads,
         mutated=mutated,
+        trace=trace,
         seconds=time.perf_counter() - t0,
         cpu=time.process_time() - c0,
         calls=log.calls,
@@ -286,6 +302,7 @@ class LocalCandidate:
         grad_output: Any = None,
         memory_mb: int | None = None,
         record: tuple[str, ...] = (),
+        layouts: dict[Any, str] | None = None,
     ) -> Outcome:
         """(`memory_mb` is the sandbox's; trusted code runs without it.)"""
         req = {
@@ -298,9 +315,19 @@ class LocalCandidate:
         }
         if record:
             req["record"] = list(record)
+        if layouts:
+            req["layouts"] = normal_layouts(layouts)
         return self._served(
             req,
-            lambda: _run(self._get(name), tuple(args), kwargs or {}, grad_wrt, grad_output, record),
+            lambda: _run(
+                self._get(name),
+                tuple(args),
+                kwargs or {},
+                grad_wrt,
+                grad_output,
+                record,
+                layouts,
+            ),
         )
 
     def submit(
@@ -312,10 +339,17 @@ class LocalCandidate:
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         record: tuple[str, ...] = (),
+        layouts: dict[Any, str] | None = None,
     ) -> Ready:
         return Ready(
             lambda: self.call(
-                name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, record=record
+                name,
+                args,
+                kwargs,
+                grad_wrt=grad_wrt,
+                grad_output=grad_output,
+                record=record,
+                layouts=layouts,
             )
         )
 

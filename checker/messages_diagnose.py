@@ -30,6 +30,40 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "probe '{probe}': largest intermediate {shape} ({elements:,} elements) from {op}",
         "探测输入“{probe}”：最大的中间张量 {shape}（{elements:,} 个元素），来自 {op}",
     ),
+    # the Triton katas (checker/diagnose/triton_rules.py)
+    "trace.kernel_outside": (
+        "probe '{probe}': the tl.{op} at line {line} {verb} {lanes} lane(s) {side} `{tensor}`{label}, "
+        "first in program {program}",
+        "探测输入“{probe}”：第 {line} 行的 tl.{op} {verb} {lanes} 个 lane，位置在 `{tensor}`{label} {side}，"
+        "最早出现在 program {program}",
+    ),
+    "trace.kernel.read": ("read", "读取了"),
+    "trace.kernel.wrote": ("wrote", "写入了"),
+    "trace.kernel.after": ("past the end of", "的末尾之后"),
+    "trace.kernel.before": ("before the start of", "的开头之前"),
+    "trace.kernel.outside": ("far outside", "之外很远处"),
+    "trace.kernel.unmasked": (" (the call has no mask)", "（这个调用没有 mask）"),
+    "trace.kernel_no_launch": (
+        "probe '{probe}': no Triton kernel was launched",
+        "探测输入“{probe}”：没有启动任何 Triton kernel",
+    ),
+    "trace.kernel_torch_math": (
+        "probe '{probe}': PyTorch ran {ops} in your wrapper",
+        "探测输入“{probe}”：你的 wrapper 里 PyTorch 运行了 {ops}",
+    ),
+    "trace.kernel_causal_loads": (
+        "probe '{probe}': your kernel loaded {causal:,} elements of k with is_causal=True and "
+        "{full:,} without it ({blocks} query blocks per head)",
+        "探测输入“{probe}”：is_causal=True 时你的 kernel 读取了 k 的 {causal:,} 个元素，"
+        "不加因果时读取了 {full:,} 个（每个头 {blocks} 个查询分块）",
+    ),
+    "grid.lanes": (
+        "The lanes of the tl.{op} at line {line} in program {program} (tile {shape}, one cell per "
+        "{cell} lanes): expected = the lanes inside `{tensor}`, yours = the lanes your call accessed; "
+        "red: outside the tensor",
+        "第 {line} 行的 tl.{op} 在 program {program} 中的 lane（分块 {shape}，每格 {cell} 个 lane）："
+        "应为 = 位于 `{tensor}` 之内的 lane，你的 = 你的调用访问的 lane；红色：位于张量之外",
+    ),
     # the diagnosis' own sentences (checker/diagnose/engine.py)
     "diag.tests_raised": ("the tests raised: {detail}", "测试中抛出了异常：{detail}"),
     "diag.load_banned": ("called while loading your file: {names}", "加载文件时调用了：{names}"),

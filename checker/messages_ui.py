@@ -19,6 +19,22 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "输入：种子 {seed}（用 `--seed {seed}` 可以用同样的输入再评一次）",
     ),
     "render.same_as": ("(same message as {test})", "（信息同 {test}）"),
+    # a kata that needs an optional part of attnkata (kata.toml `requires`)
+    "extra.missing": (
+        "{kata} needs attnkata[{extras}], which is not installed",
+        "{kata} 需要 attnkata[{extras}]，但它没有安装",
+    ),
+    "extra.install": (
+        'install it: python -m pip install "attnkata[{extras}]" (in a checkout: '
+        'python -m pip install -c constraints.txt -e ".[{extras}]")',
+        '安装方法：python -m pip install "attnkata[{extras}]"（在源码目录中：'
+        'python -m pip install -c constraints.txt -e ".[{extras}]"）',
+    ),
+    "extra.list_status": ("needs attnkata[{extras}]", "需要 attnkata[{extras}]"),
+    "speed.best": (
+        "best GPU times: {items}",
+        "GPU 最佳用时：{items}",
+    ),
     "grid.caption": (
         "which keys each query may attend (rows = queries, columns = keys; ■ attends, · not, ? NaN)",
         "每个查询能关注哪些键（行 = 查询，列 = 键；■ 关注，· 不关注，? NaN）",

@@ -85,6 +85,8 @@ SYMBOLS: dict[str, str] = {
     "block_q": "block_q",
     "block_k": "block_k",  # flash-attention tiles
     "N": "N",  # flash-decoding splits
+    "tensor": "a tensor",  # the Triton katas: what a load or store ran outside of
+    "ops": "softmax, exp, matmul...",
 }
 
 SYMBOLS_ZH: dict[str, str] = {
@@ -97,6 +99,7 @@ SYMBOLS_ZH: dict[str, str] = {
     "want_type": "参考输出的类型",
     "inputs": "某些输入形状",
     "layer_note": "它的层名和形状都无法确定对应关系。",
+    "tensor": "某个张量",
 }
 
 

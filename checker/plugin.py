@@ -17,6 +17,7 @@ import pytest
 
 from attnkata.checker.models import ERROR, FAIL, PASS, SKIP, TIMEOUT, TestResult
 from attnkata.checker.proxy import Candidate, CandidateFailure, Limits
+from attnkata.checker.triton_speed import SPEED_PROPERTY
 
 if TYPE_CHECKING:
     from attnkata.checker.local import CandidateAPI
@@ -40,7 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "tier(name): core, edge or efficient (default core)")
+    config.addinivalue_line(
+        "markers", "tier(name): core, edge, efficient or speed (default core; speed: a GPU's)"
+    )
     report = config.getoption("--kata-report", None)
     if report and find_collector(config) is None:
         config.pluginmanager.register(Collector(report=Path(report)), COLLECTOR_NAME)
@@ -120,11 +123,12 @@ class Collector:
         self.failures: list[CandidateFailure] = []
         self.collect_errors: list[str] = []
         self.report = report
+        self.speed: dict[str, float] = {}  # the `speed` tier's figures (checker/triton_speed.py)
 
     def reset(self, candidate: CandidateAPI, lang: str) -> None:
         """Collect the results of another run (checker/driver.py runs a session again)."""
         self.candidate, self.lang = candidate, lang
-        self.results, self.failures = [], []
+        self.results, self.failures, self.speed = [], [], {}
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         if self.report is None:
@@ -147,6 +151,10 @@ class Collector:
     ) -> None:
         if rep.passed:
             status, message = PASS, ""
+            for key, value in rep.user_properties:
+                if key == SPEED_PROPERTY and isinstance(value, dict):
+                    message = str(value.get("note", ""))
+                    self.speed = {k: v for k, v in value.items() if k != "note"}
         elif rep.skipped:
             status = SKIP
             message = str(call.excinfo.value) if call.excinfo else "skipped"

@@ -27,6 +27,7 @@ import ast
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from attnkata.checker.models import Diagnostic, SourceRef
 
@@ -68,6 +69,10 @@ _BANNED_PATHS: dict[str, str] = {
     "torch.utils.cpp_extension": DYNAMIC, "numpy.f2py": DYNAMIC, "numpy.distutils": DYNAMIC,
     "typing.get_type_hints": DYNAMIC, "typing.ForwardRef": DYNAMIC,
     "numpy.ctypeslib": INTROSPECTION,
+    # Triton (allowed in the Triton katas): the language and `triton.jit` are the kata; the
+    # runtime, compiler and settings are the interpreter that grades it.
+    **dict.fromkeys(("triton.runtime", "triton.compiler", "triton.backends", "triton.knobs",
+                     "triton.tools", "triton.testing"), PRIVATE),
     **dict.fromkeys(("torch.load", "torch.save", "torch.hub", "torch.from_file", "torch.package",
                      "torch.serialization", "torch.multiprocessing", "torch.distributed", "torch.jit.load",
                      "torch.jit.save", "numpy.load", "numpy.save", "numpy.savez", "numpy.savez_compressed",
@@ -228,9 +233,17 @@ def _chain(node: ast.AST) -> list[str] | None:
 
 
 class _Scan:
-    def __init__(self, tree: ast.AST, allow: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        tree: ast.AST,
+        allow: tuple[str, ...],
+        exact: tuple[str, ...] = (),
+        banned: dict[str, str] | None = None,
+    ) -> None:
         self.tree = tree
         self.allow = allow
+        self.exact = exact  # modules allowed as such, not their submodules (a kata's own)
+        self.banned = banned or {}  # dotted paths a kata bans beyond _BANNED_PATHS -> id
         self.findings: list[Finding] = []
         self.modules: dict[str, str] = {}  # name -> dotted module (or module member) it stands for
         self.may_be: dict[str, set[str]] = {}  # name -> dotted modules its value was computed from
@@ -537,7 +550,7 @@ class _Scan:
     def visit(self, node: ast.AST, scopes: tuple[frozenset[str], ...], annotation: bool) -> None:
         if isinstance(node, ast.Import):
             for a in node.names:
-                mid = _module_finding(a.name, self.allow)
+                mid = self.module_finding(a.name)
                 if mid:
                     self.add(
                         mid, node, f"import {a.name}" + (f" as {a.asname}" if a.asname else "")
@@ -565,7 +578,7 @@ class _Scan:
             self.add(IMPORT, node, f"from {'.' * node.level}{node.module or ''} import ...")
             return
         module = node.module or ""
-        mid = _module_finding(module, self.allow)
+        mid = self.module_finding(module)
         if mid:
             self.add(mid, node, f"from {module} import {', '.join(a.name for a in node.names)}")
             return
@@ -575,11 +588,16 @@ class _Scan:
             full = f"{module}.{a.name}"
             if any(full == x or full.startswith(x + ".") for x in self.allow):
                 continue
-            mid = _path_finding(full.split("."))
+            mid = self.banned.get(full) or _path_finding(full.split("."))
             if mid is None and a.name in _ESCAPE_ATTRS:
                 mid = INTROSPECTION
             if mid:
                 self.add(mid, node, f"from {module} import {a.name}")
+
+    def module_finding(self, module: str) -> str | None:
+        if module in self.exact:
+            return None
+        return _module_finding(module, self.allow)
 
     def visit_name(self, node: ast.Name, scopes: tuple[frozenset[str], ...]) -> None:
         if not isinstance(node.ctx, ast.Load) or any(node.id in s for s in scopes):
@@ -616,7 +634,7 @@ class _Scan:
         shown = how or f".{attr}"
         path = self.resolve(base)
         if path is not None:
-            mid = _path_finding([*path, attr])
+            mid = self.banned.get(".".join([*path, attr])) or _path_finding([*path, attr])
             if mid:
                 return mid, how or ".".join([*(_chain(base) or []), attr])
             # `torch.select`, `torch.signal`: a resolved module's own public names are fine.
@@ -783,7 +801,7 @@ class _Scan:
             for n in ast.walk(sub):
                 if "lineno" in n._attributes:
                     n.lineno = node.lineno  # type: ignore[attr-defined]
-            inner = _Scan(sub, self.allow)
+            inner = _Scan(sub, self.allow, self.exact, self.banned)
             inner.modules, inner.may_be, inner.own_attrs, inner.locals = (
                 self.modules,
                 self.may_be,
@@ -1011,20 +1029,36 @@ def _local_names(scope: ast.AST) -> frozenset[str]:
 
 
 def scan(
-    tree: ast.AST, allow_imports: Iterable[str] = (), *, review: bool = False
+    tree: ast.AST,
+    allow_imports: Iterable[str] = (),
+    *,
+    review: bool = False,
+    exact_imports: Iterable[str] = (),
+    ban: Iterable[str] = (),
 ) -> list[Finding]:
     """Every policy finding in a parsed file, by line. `allow_imports`: extra modules (and
     their submodules) that may be imported, e.g. ("scipy",). `review`: include the
-    NEEDS_REVIEW findings (dynamic constructs that are not banned but not resolved either)."""
-    found = _Scan(tree, tuple(allow_imports)).run()
+    NEEDS_REVIEW findings (dynamic constructs that are not banned but not resolved either).
+    `exact_imports`: modules that may be imported, without their submodules (a kata's own:
+    `triton`, `triton.language`); `ban`: dotted paths found as `policy-dynamic-code` (a
+    kata's own: `torch.compile` writes the kernel the Triton katas ask for)."""
+    found = _Scan(
+        tree, tuple(allow_imports), tuple(exact_imports), dict.fromkeys(ban, DYNAMIC)
+    ).run()
     return found if review else [f for f in found if f.id != NEEDS_REVIEW]
 
 
+def kata_rules(kata: Any) -> dict[str, tuple[str, ...]]:
+    """A kata's own policy (kata.toml `allow_imports`, `ban`) as `scan`'s keywords."""
+    return {"exact_imports": tuple(kata.allow_imports), "ban": tuple(kata.ban)}
+
+
 def scan_source(
-    source: str, allow_imports: Iterable[str] = (), *, review: bool = False
+    source: str, allow_imports: Iterable[str] = (), *, review: bool = False, **kata: Any
 ) -> list[Finding]:
-    """`scan` on source text (raises SyntaxError like `ast.parse`)."""
-    return scan(ast.parse(source), allow_imports, review=review)
+    """`scan` on source text (raises SyntaxError like `ast.parse`); `kata`: `exact_imports`
+    and `ban` as `scan` takes them."""
+    return scan(ast.parse(source), allow_imports, review=review, **kata)
 
 
 MAX_REFS = 3  # lines shown per diagnostic

@@ -101,18 +101,21 @@ def check_call(
     case: str,
     dtype: torch.dtype = torch.float64,
     names: tuple[str, ...] | None = None,
+    layouts: dict[Any, str] | None = None,
 ) -> Outcome:
     """Call the candidate and the reference on the same inputs in `dtype` and compare.
 
     The reference always runs in float64 (the truth) and, for other dtypes, once more in
     `dtype` (the error budget of a plain implementation in that precision). `names`: the
-    reference returns a tuple with these parts (e.g. ("out", "lse")), compared one by one."""
+    reference returns a tuple with these parts (e.g. ("out", "lse")), compared one by one.
+    `layouts`: inputs the candidate gets as strided views (checker/sandbox/layouts.py)."""
     kwargs = kwargs or {}
     a64 = tuple(cast(x, torch.float64) for x in args)
     k64 = {k: cast(v, torch.float64) for k, v in kwargs.items()}
     a = tuple(cast(x, dtype) for x in args)
     kw = {k: cast(v, dtype) for k, v in kwargs.items()}
-    with solution.submit(name, a, kw) as pending:  # the reference runs while the candidate does
+    with solution.submit(name, a, kw, **({"layouts": layouts} if layouts else {})) as pending:
+        # (the reference runs while the candidate does)
         expected = reference(*a64, **k64)
         baseline = reference(*a, **kw) if dtype != torch.float64 else None
     outcome = pending.result()
@@ -255,3 +258,61 @@ def block_table(
         if not (in_use & (table == logical)).any():
             return table
     raise ValueError("no block table without fixed points for these sizes")
+
+
+# The Triton katas: the math is the kernel's. PyTorch ops that compute it instead (the
+# wrapper may allocate, view and launch; a "kernel" that only copies a torch result is not one).
+TORCH_MATH_OPS = (
+    "softmax",
+    "_softmax",
+    "log_softmax",
+    "_log_softmax",
+    "exp",
+    "exp_",
+    "logsumexp",
+    "bmm",
+    "mm",
+    "matmul",
+    "baddbmm",
+    "addmm",
+    "einsum",
+    "amax",
+    "max",
+)
+
+
+def assert_triton_kernel(outcome: Outcome, *, case: str) -> None:
+    """The Triton katas' rules for every call: a `@triton.jit` kernel ran and did the math
+    (not PyTorch), and no kernel read or wrote outside its tensors (the sandbox's guard bands
+    and address trace, checker/sandbox/triton_guard.py). The message names the line."""
+    report = outcome.trace.get("triton") or {}
+    if not report.get("launches"):
+        raise AssertionError(
+            f"{case}: no Triton kernel ran: write the computation as a @triton.jit kernel and "
+            "launch it from your function (kernel[grid](...))"
+        )
+    ops = [op.split("::")[-1].split(".")[0] for op in outcome.trace.get("ops", {})]
+    used = sorted({op for op in ops if op in TORCH_MATH_OPS})
+    if used:
+        raise AssertionError(
+            f"{case}: PyTorch computed part of the result ({', '.join(used)}): the kernel must "
+            "do the math; the Python wrapper only allocates the outputs and launches it"
+        )
+    for e in report.get("outside", []):
+        where = f" at line {e['line']}" if e.get("line") else ""
+        tensor = e.get("tensor") or "?"
+        label = f" ({e['label']})" if e.get("label") else ""
+        side = {
+            "after": "past the end of",
+            "before": "before the start of",
+            "gap": "between the elements (in the padding) of",
+            "outside": "outside every tensor of the launch, not even near",
+        }.get(e.get("region", ""), "outside")
+        verb = "read" if e.get("op") == "load" else "wrote"
+        how = "" if e.get("masked", True) else f" (a tl.{e.get('op', 'load')} without a mask)"
+        raise AssertionError(
+            f"{case}: your kernel {verb} {e.get('lanes', 0)} lane(s) {side} `{tensor}`{label}"
+            f"{where}{how}, first in program {tuple(e.get('program') or ())}; on a GPU that is "
+            "undefined behaviour (garbage, a fault, or another tensor overwritten). Mask every "
+            f"tl.{e.get('op', 'load')} with the tensor's bounds"
+        )

@@ -30,6 +30,7 @@ from attnkata.checker.compare import unchanged
 from attnkata.checker.errors import CheckCancelled
 from attnkata.checker.messages import Phrase, phrase
 from attnkata.checker.sandbox import wire
+from attnkata.checker.sandbox.layouts import normal as normal_layouts
 
 DEFAULT_CALL_TIMEOUT = 10.0
 DEFAULT_TOTAL_TIMEOUT = 60.0
@@ -59,9 +60,13 @@ class Limits:
     )
     file_mb: int = 16  # the largest file (its log included) the candidate may write
     processes: int = 64  # processes and threads of the candidate's whole tree
+    # memory_mb also bounds the address space (RLIMIT_AS); not for CUDA, which reserves far
+    # more than it uses (the `speed` tier's process: the cgroup's limit still applies).
+    address_space: bool = True
 
     def for_sandbox(self) -> dict[str, Any]:
         return {
+            "address_space": self.address_space,
             "memory_mb": self.memory_mb,
             "file_mb": self.file_mb,
             "nproc": self.processes,
@@ -310,9 +315,16 @@ class Candidate:
     so what runs is exactly what the grader checked, whatever happens to the file meanwhile."""
 
     def __init__(
-        self, path: Path | str, limits: Limits | None = None, *, source: str | None = None
+        self,
+        path: Path | str,
+        limits: Limits | None = None,
+        *,
+        source: str | None = None,
+        native: bool = False,
     ) -> None:
         self.path = Path(path).resolve()
+        # Triton kernels compiled for the GPU instead of interpreted (the `speed` tier).
+        self.native = native
         self.limits = limits or Limits()
         self.source = source
         self.used = 0.0  # seconds of candidate time spent, against limits.total_timeout
@@ -350,7 +362,7 @@ class Candidate:
         self.generation += 1
         # SandboxUnavailable (a KataError: exit 3) propagates: no sandbox is not the
         # candidate's fault, and grading without one is not an option.
-        self._zygote = host.zygote()
+        self._zygote = host.native_zygote() if self.native else host.zygote()
         self.isolation = self._zygote.isolation
         self._spawn = self._zygote.spawn(self.source, self.path.name, self.limits.for_sandbox())
         self._log_path = self._spawn.log_path
@@ -419,11 +431,14 @@ class Candidate:
         grad_output: Any = None,
         memory_mb: int | None = None,
         record: tuple[str, ...] = (),
+        layouts: dict[Any, str] | None = None,
     ) -> Outcome:
         """Call the candidate's top-level `name(*args, **kwargs)` in the child.
 
         `record`: top-level names of the candidate's module whose calls during this call are
         recorded (`Outcome.calls`; see sandbox/child.CallLog).
+        `layouts`: {argument position or name: layout} (checker/sandbox/layouts.py): those
+        inputs reach the code as transposed or padded views, not contiguous tensors.
 
         `memory_mb`: the call runs in a fresh process of its own, loaded from the same source,
         whose address space may grow by at most that many MiB past what the sandbox's
@@ -434,7 +449,13 @@ class Candidate:
         if memory_mb is not None:
             return self._call_capped(name, args, kwargs or {}, memory_mb)
         with self.submit(
-            name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, record=record
+            name,
+            args,
+            kwargs,
+            grad_wrt=grad_wrt,
+            grad_output=grad_output,
+            record=record,
+            layouts=layouts,
         ) as pending:
             pass
         return pending.result()
@@ -472,6 +493,7 @@ class Candidate:
         grad_wrt: tuple[int, ...] = (),
         grad_output: Any = None,
         record: tuple[str, ...] = (),
+        layouts: dict[Any, str] | None = None,
     ) -> Pending:
         """call(), sent now and read when the `with` block ends (see Pending)."""
         self._require(name)
@@ -485,7 +507,27 @@ class Candidate:
         }
         if record:
             req["record"] = list(record)
+        if layouts:
+            req["layouts"] = normal_layouts(layouts)
         return Pending(self, req, phrase("doing_call", name=name), name)
+
+    def speed(
+        self,
+        name: str,
+        args: tuple = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        layouts: dict[Any, str] | None = None,
+    ) -> dict[str, Any]:
+        """Time `name(*args, **kwargs)` on the GPU in this (native) process: {"value" (on the
+        CPU), "ms", "median_ms", "sem_ms", "reps"} (checker/sandbox/speed.py). The candidate's
+        word about its own time: informative, never a verdict."""
+        self._require(name)
+        req: dict[str, Any] = {"op": "speed", "name": name, "args": tuple(args)}
+        req["kwargs"] = kwargs or {}
+        if layouts:
+            req["layouts"] = normal_layouts(layouts)
+        return self._request(req, phrase("doing_call", name=name))
 
     def new(
         self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None

@@ -35,6 +35,7 @@ class CallRequest(TypedDict):
     method: NotRequired[str | None]
     state: NotRequired[dict[str, Any]]  # weights to load first (RemoteModule.load_state)
     record: NotRequired[tuple[str, ...]]  # module-level names whose calls to record (CallLog)
+    layouts: NotRequired[dict[str, str]]  # inputs as strided views (sandbox/layouts.py)
 
 
 class NewRequest(TypedDict):
@@ -230,6 +231,54 @@ def _trace(value: Any) -> dict[str, Any]:
             k: _int(v, "a dtype count")
             for k, v in _mapping(t.get("out_dtypes", {}), "trace.out_dtypes").items()
         },
+        **({"triton": _triton(t["triton"])} if "triton" in t else {}),
+    }
+
+
+def _ints(value: Any, field: str) -> list[int]:
+    return [_int(n, field) for n in _items(value, field)]
+
+
+def _grid(value: Any, field: str) -> list[list[bool]]:
+    """A small picture of lanes (at most 16 x 16 booleans)."""
+    return [[bool(x) for x in _items(row, field)[:16]] for row in _items(value, field)[:16]]
+
+
+def _triton(value: Any) -> dict[str, Any]:
+    """What the Triton guard saw (checker/sandbox/triton_guard.py `end`)."""
+    t = _mapping(value, "trace.triton")
+    outside = []
+    for e in _items(t.get("outside", []), "trace.triton.outside"):
+        e = _mapping(e, "an access outside a tensor")
+        line = e.get("line")
+        outside.append(
+            {
+                "op": "store" if e.get("op") == "store" else "load",
+                "line": _opt_int(line, "an access's line"),
+                **{
+                    k: clip(e.get(k, ""), NAME_CHARS, f"an access's {k}")
+                    for k in ("tensor", "label", "region")
+                },
+                "masked": bool(e.get("masked", True)),
+                **{k: _int(e.get(k, 0), f"an access's {k}") for k in ("lanes", "programs")},
+                "program": _ints(e.get("program", []), "an access's program")[:3],
+                "shape": _ints(e.get("shape", []), "an access's shape")[:4],
+                "lane_map": _grid(e.get("lane_map", []), "an access's lanes"),
+                "active_map": _grid(e.get("active_map", []), "an access's lanes"),
+            }
+        )
+    return {
+        "launches": _int(t.get("launches", 0), "trace.triton.launches"),
+        "grids": [_ints(g, "a grid")[:3] for g in _items(t.get("grids", []), "trace.triton.grids")],
+        "kernels": [
+            clip(k, NAME_CHARS, "a kernel's name")
+            for k in _items(t.get("kernels", []), "trace.triton.kernels")
+        ],
+        "outside": outside,
+        "loaded": {
+            k: _int(v, "a load count")
+            for k, v in _mapping(t.get("loaded", {}), "trace.triton.loaded").items()
+        },
     }
 
 
@@ -290,6 +339,12 @@ def clean(reply: Any, op: str) -> Reply:
         }
     if op == "to":
         return {"ok": True, "structure": _structure(reply.get("structure"))}
+    if op == "speed":
+        return {
+            "ok": True,
+            "value": reply.get("value"),
+            **{k: _number(reply.get(k, 0.0), k) for k in ("ms", "median_ms", "sem_ms", "reps")},
+        }
     if op == "call":
         grads = reply.get("grads")
         return {

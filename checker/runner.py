@@ -143,6 +143,9 @@ def check(
     one unless ATTNKATA_INPUT_SALT fixes it); the result records it.
     A Ctrl-C ends the candidate's processes and propagates as KeyboardInterrupt."""
     path = Path(path)
+    from attnkata.checker.catalog import require_extras
+
+    require_extras(kata, lang)  # (before anything is read or started: exit 3, how to install)
     if preread is None:
         # Before torch and pytest (~1-2 s): what is graded is the file as it was when asked.
         require_file(kata, path, lang)
@@ -242,6 +245,7 @@ def check(
             detail = (collector.collect_errors or [output[-1500:]])[0]
             raise KataDefinitionError(f"the grader of {kata.id} is broken: {detail}")
         result.tests = collector.results
+        result.timings.update(collector.speed)  # the GPU `speed` tier's figures, if it ran
         result.status = overall_status(result.tests, kata.required_tiers)
         result.diagnostics.extend(
             _dedupe([failure_diagnostic(f, lines, lang) for f in collector.failures])
@@ -268,9 +272,11 @@ def check(
             ):  # the diagnosis' own probes are built unsalted (engine.load_spec)
                 found = diagnose_result(kata, path, source, result, candidate, lang)
             result.diagnostics = found + result.diagnostics
-    result.timings = {
-        "load": round(t_load - t0, 3),
-        "tests": round(t_tests - t_load, 3),
-        "total": round(time.perf_counter() - t0, 3),
-    }
+    result.timings.update(
+        {
+            "load": round(t_load - t0, 3),
+            "tests": round(t_tests - t_load, 3),
+            "total": round(time.perf_counter() - t0, 3),
+        }
+    )
     return result

@@ -286,7 +286,7 @@ def check_source(
                     ],
                 )
             )
-    findings = policy_rules.scan(tree, allow_imports, review=True)
+    findings = policy_rules.scan(tree, allow_imports, review=True, **policy_rules.kata_rules(kata))
     out += policy_rules.diagnostics(
         findings, source.splitlines(), lang, mode=policy, kata_id=kata.id
     )

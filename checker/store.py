@@ -219,6 +219,26 @@ class History:
             "SELECT * FROM events WHERE kata = ? AND kind = ? ORDER BY ts, id", (kata, kind)
         ).fetchall()
 
+    def best_speeds(self) -> dict[str, dict[str, Any]]:
+        """The fastest `speed` tier result per kata (the Triton katas on a GPU): the "speed"
+        events `record_speed` wrote, smallest time first."""
+        best: dict[str, dict[str, Any]] = {}
+        for row in self.conn.execute("SELECT kata, detail FROM events WHERE kind = 'speed'"):
+            try:
+                detail = json.loads(row["detail"])
+                ms = float(detail["speed_ms"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if ms > 0 and (row["kata"] not in best or ms < best[row["kata"]]["speed_ms"]):
+                best[row["kata"]] = {**detail, "speed_ms": ms}
+        return best
+
+    def record_speed(self, kata: str, figures: dict[str, float]) -> None:
+        """A `speed` tier result (checker/triton_speed.py): kept as an event per check."""
+        self.record_event(
+            kata, "speed", {k: v for k, v in figures.items() if k.startswith("speed_")}
+        )
+
     def hints_used(self, kata: str) -> int:
         return len(self.events(kata, "hint"))
 

@@ -116,7 +116,9 @@ def _report(ctx: Any, message: str, hint: str | None, exc: BaseException) -> Non
     root = ctx.find_root()
     if (root.obj or {}).get("debug"):
         err.print("".join(traceback.format_exception(exc)), markup=False, highlight=False)
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    from rich.markup import escape  # a message may hold brackets: "attnkata[triton]", paths
+
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     if hint:
         err.print(f"  {hint}", highlight=False, markup=False)
 

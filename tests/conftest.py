@@ -25,6 +25,17 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def shared_triton_mutants(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The Triton katas' mutant outputs (~10 s of Triton's interpreter to compute) shared by
+    this run's workers (each test has a data dir of its own): checker/triton_support.py."""
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    os.environ["ATTNKATA_TRITON_CACHE"] = str(run / "triton-mutants")
+
+
+@pytest.fixture(scope="session", autouse=True)
 def warm_sandbox() -> None:
     """One zygote for the whole run, warmed for the meta device that the mask katas' graders use
     (otherwise every candidate that builds a mask there would load ~800 modules)."""

@@ -208,10 +208,12 @@ def test_a_prefix_of_several_ids_suggests_them_all() -> None:
         "flash-attention",
         "flash-attention-backward",
         "flash-decoding",
+        "flash-attention-triton",
     ]
     res = kata("show", "flash", code=2)
     assert "'flash-attention'" in res.stderr and "'flash-attention-backward'" in res.stderr
     assert "'flash-decoding'" in res.stderr
+    assert "'flash-attention-triton'" in res.stderr
     assert "mla" not in res.stderr
 
 

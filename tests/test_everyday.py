@@ -452,5 +452,7 @@ def test_a_virtual_environment_under_the_temp_dir_is_a_library_path():
     assert not _library_path("/tmp/student-files", package, tmp)
     assert not _library_path("/tmp", package, tmp)
     assert not _library_path("/work/checkout/reference", package, tmp)
+    # A venv inside the checkout: its packages (an extra installed only there, like triton).
+    assert _library_path("/work/checkout/.venv/lib/python3.11/site-packages", package, tmp)
     assert not _library_path("/work", package, tmp)  # holds the package (its references)
     assert _library_path("/usr/lib/python3/dist-packages", package, tmp)

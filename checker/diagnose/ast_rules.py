@@ -318,6 +318,29 @@ RULES: dict[str, list[str]] = {
     ],
 }
 
+# The Triton katas' spellings (checked after each id's own patterns above, which a kernel
+# written with tl.dot, tl.sum and tl.full does not match).
+_TRITON_LINES = {
+    "missing-load-mask": r"tl\.load\s*\((?![^)]*\bmask\s*=)",
+    "missing-store-mask": r"tl\.store\s*\((?![^)]*\bmask\s*=)",
+    "other-not-neg-inf": r"\bother\s*=\s*0|tl\.load\s*\((?![^)]*\bother\s*=)",
+    "grid-misses-tail": r"//\s*\(?\s*\w*(?:BLOCK|block|ROWS|rows)",
+    "stride-assumed-contiguous": r"tl\.(?:load|store)\s*\(",
+    "causal-blocks-not-skipped": r"\brange\s*\(",
+    "block-too-small-for-dot": r"\b(?:BLOCK_N|block_n|BLOCK_K|block_k)\b\s*=",
+    "torch-instead-of-triton": r"torch\.(?:softmax|exp|matmul|bmm|einsum|logsumexp)|\.softmax\s*\(|@",
+    "online-softmax-no-rescale": r"\bacc\w*\s*(?:\+=|=).*tl\.dot",
+    "online-softmax-sum-not-rescaled": r"(?:\+=|=).*tl\.sum\s*\(",
+    "flash-max-init-zero": r"\bm\w*\s*=\s*tl\.(?:zeros|full)\b",
+    "flash-tail-block-dropped": r"range\s*\(|//",
+    "causal-mask-top-left": r"<=|>=",
+    "unstable-softmax": r"tl\.exp\s*\(",
+    "missing-scale": r"tl\.dot",
+    "scale-by-d-model": r"\bscale\b",
+}
+for _mid, _pattern in _TRITON_LINES.items():
+    RULES.setdefault(_mid, []).append(_pattern)
+
 MAX_LINES = 2
 
 

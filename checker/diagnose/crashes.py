@@ -62,6 +62,12 @@ SIGNATURES: tuple[Signature, ...] = (
         ("gqa",),
         _heads,
     ),
+    # Triton's own check of tl.dot's shapes, which attnkata's interpreter guard sets to the
+    # NVIDIA backend's bounds (checker/sandbox/triton_guard.py `gpu_min_dot_size`).
+    Signature(
+        re.compile(r"Input shapes should have M >= \d+, N >= \d+ and K >= \d+"),
+        "block-too-small-for-dot",
+    ),
     # One greedy run to the end of the line: linear in the message (a pattern with several
     # unbounded runs backtracks cubically on a long hostile message); _kv_width reads its numbers.
     Signature(

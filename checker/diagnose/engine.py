@@ -301,15 +301,18 @@ class Engine:
         saved = self.candidate.limits
         total = saved.total_timeout
         saved_timed_out = set(self.candidate.timed_out)
+        # A kata whose code runs slowly by nature (Triton's interpreter) sets its own leash.
+        call_timeout = getattr(self.spec.module, "PROBE_CALL_TIMEOUT", PROBE_CALL_TIMEOUT)
+        seconds = getattr(self.spec.module, "PROBE_TIME_BUDGET", PROBE_TIME_BUDGET)
         if self.result.status == TIMEOUT:
             # Code too slow for the graders' sizes may still take the probes' tiny ones: each
             # call gets the probes' own leash, on top of what the tests used.
             self.candidate.timed_out.clear()
-            total = max(total, self.candidate.used + PROBE_TIME_BUDGET + PROBE_CALL_TIMEOUT)
+            total = max(total, self.candidate.used + seconds + call_timeout)
         self.candidate.limits = replace(
-            saved, call_timeout=min(saved.call_timeout, PROBE_CALL_TIMEOUT), total_timeout=total
+            saved, call_timeout=min(saved.call_timeout, call_timeout), total_timeout=total
         )
-        budget = CallBudget(PROBE_TIME_BUDGET)
+        budget = CallBudget(seconds)
         try:
             stop = ""
             for p in self.spec.probes:
@@ -761,8 +764,10 @@ class Engine:
         if not self.spec:
             return
         refs = self.ref_obs or [None] * len(self.cand_obs)
+        # A kata's mutants module may add checks of its own (the Triton katas: kernel bounds).
+        rules = TRACE_RULES + tuple(getattr(self.spec.module, "TRACE_RULES", ()))
         for p, c, r in zip(self.spec.probes, self.cand_obs, refs, strict=False):
-            for rule in TRACE_RULES:
+            for rule in rules:
                 if rule(self, p, c, r):
                     break
 

@@ -34,6 +34,8 @@ class Probe:
     repeat: call twice; a different second output means nondeterminism (dropout in eval).
     budget: (mistake id, elements): the candidate's largest intermediate tensor must stay
         below `elements` (e.g. no L x S scores in a sliding window).
+    layouts: {argument position or name: layout}: inputs given as strided views
+        (checker/sandbox/layouts.py), to the candidate, the reference and the mutants alike.
     """
 
     name: str
@@ -49,6 +51,7 @@ class Probe:
     repeat: bool = False
     budget: tuple[str, int] | None = None
     name_zh: str = ""  # the name in Chinese evidence (else `name`)
+    layouts: dict[Any, str] | None = None
 
 
 def strict_mask(*shape: int, seed: int, p: float = 0.5) -> torch.Tensor:

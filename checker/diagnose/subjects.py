@@ -22,6 +22,8 @@ from attnkata.checker.compare import clone_tree, unchanged
 from attnkata.checker.diagnose.inputs import Probe
 from attnkata.checker.proxy import Candidate, CandidateFailure, RemoteModule
 from attnkata.checker.sandbox.autograd import backward
+from attnkata.checker.sandbox.layouts import apply as apply_layouts
+from attnkata.checker.sandbox.layouts import normal as normal_layouts
 
 
 @dataclass
@@ -59,9 +61,14 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def _layouts(probe: Probe) -> dict[str, Any]:
+    return {"layouts": probe.layouts} if probe.layouts else {}
+
+
 def call_local(fn: Any, probe: Probe) -> Observed:
     """Call a trusted callable (reference or mutant) on fresh copies of the probe's inputs."""
     args, kwargs = list(clone_tree(probe.args)), clone_tree(probe.kwargs)
+    apply_layouts(args, kwargs, normal_layouts(probe.layouts))
     pristine = clone_tree((args, kwargs))
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -124,10 +131,10 @@ class FunctionSubject:
                 )
                 value: Any = tuple(out.grads)
             else:
-                out = candidate.call(probe.entry, probe.args, probe.kwargs)
+                out = candidate.call(probe.entry, probe.args, probe.kwargs, **_layouts(probe))
                 value = out.value
             second = (
-                candidate.call(probe.entry, probe.args, probe.kwargs).value
+                candidate.call(probe.entry, probe.args, probe.kwargs, **_layouts(probe)).value
                 if probe.repeat
                 else None
             )

@@ -30,7 +30,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_flatten
 
-from attnkata.checker.sandbox import wire
+# (Imported here, in the zygote: once the candidate's code runs, importing attnkata is refused.)
+from attnkata.checker.sandbox import layouts, speed, triton_guard, wire
 from attnkata.checker.sandbox.autograd import backward
 
 # Attention kernels a hand-written solution must not call, matched on what runs.
@@ -473,6 +474,7 @@ class Server:
         if req.get("state") is not None:
             self.load_state(req)  # before the trace: the harness's copy, not the candidate's ops
         args, kwargs = list(req["args"]), dict(req["kwargs"])
+        layouts.apply(args, kwargs, req.get("layouts"))  # the views the grader asked for
         wrt = req.get("grad_wrt") or ()
         for i in wrt:
             args[i] = args[i].detach().clone().requires_grad_(True)
@@ -491,10 +493,16 @@ class Server:
         state = _TraceState(inputs, str(self.path))
         grads = None
         log = CallLog(vars(self.module) if "handle" not in req else {}, req.get("record") or ())
+        guard = _triton_guard()
+        guarded = (
+            guard.call(guard.input_labels(args, kwargs))
+            if guard is not None
+            else contextlib.nullcontext({})
+        )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t0, c0 = time.perf_counter(), time.process_time()
-            with log, _FunctionRecorder(state), _DispatchRecorder(state):
+            with log, _FunctionRecorder(state), _DispatchRecorder(state), guarded as kernels:
                 with torch.set_grad_enabled(bool(wrt)):
                     out = target(*args, **kwargs)
                 if wrt:
@@ -505,6 +513,9 @@ class Server:
                         backward(out_t, req["grad_output"])
                         grads = [args[i].grad for i in wrt]
             seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        trace = state.summary()
+        if guard is not None:
+            trace["triton"] = kernels
         return {
             "ok": True,
             "value": out,
@@ -517,7 +528,7 @@ class Server:
                 }
                 for w in caught
             ][:20],
-            "trace": state.summary(),
+            "trace": trace,
             # The grader decides whether an input was modified by comparing these with what
             # it sent (proxy.py); nothing the child concludes about itself is trusted.
             "inputs_after": [
@@ -531,8 +542,18 @@ class Server:
             "calls": log.calls,
         }
 
+    def speed(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The `speed` tier: the function timed on the GPU (checker/sandbox/speed.py); only in
+        a process whose Triton kernels are compiled for it."""
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            raise RuntimeError("timing needs a process whose Triton compiles for the GPU")
+        args, kwargs = list(req["args"]), dict(req["kwargs"])
+        layouts.apply(args, kwargs, req.get("layouts"))
+        return {"ok": True, **speed.measure(self._target(req), args, kwargs)}
+
     def serve(self) -> None:
         handlers = {
+            "speed": self.speed,
             "call": self.call,
             "new": self.new,
             "load_state": self.load_state,
@@ -563,6 +584,16 @@ class Server:
                 }
             )
         self.sock.sendall(data)
+
+
+def _triton_guard() -> Any:
+    """The Triton interpreter's guard (checker/sandbox/triton_guard.py), installed once the
+    candidate's code has imported triton (for the interpreter: host.py's zygote env); None
+    otherwise."""
+    if "triton" not in sys.modules or os.environ.get("TRITON_INTERPRET") != "1":
+        return None
+    triton_guard.install()
+    return triton_guard
 
 
 def _structure(obj: Any) -> dict[str, Any]:

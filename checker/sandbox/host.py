@@ -40,6 +40,9 @@ _HARNESS_FILES = (
     "checker/sandbox/autograd.py",
     "checker/sandbox/zygote.py",
     "checker/sandbox/linux.py",
+    "checker/sandbox/triton_guard.py",
+    "checker/sandbox/layouts.py",
+    "checker/sandbox/speed.py",
 )
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = (
@@ -213,14 +216,15 @@ def _inside(path: str, root: str) -> bool:
 
 def _library_path(path: str, package: str, tmp: str) -> bool:
     site = os.path.basename(path) in ("site-packages", "dist-packages")
-    # A virtual environment may live under the temp dir (CI, throwaway venvs): its
-    # site-packages is a library folder like any other; the rest of the temp dir is not.
-    if _inside(path, package) or (_inside(path, tmp) and not site) or path == "/":
+    # A virtual environment may live under the temp dir (CI, throwaway venvs) or in the
+    # checkout (`.venv`, whose packages, e.g. an extra's, may be installed nowhere else): its
+    # site-packages is a library folder like any other; the rest of those folders is not.
+    if (_inside(path, package) or _inside(path, tmp)) and not site or path == "/":
         return False
     return not _inside(package, path) or site
 
 
-def _config(mode: str, harness: str) -> dict[str, Any]:
+def _config(mode: str, harness: str, native: bool = False) -> dict[str, Any]:
     package = str(_PACKAGE)
     tmp = os.path.realpath(tempfile.gettempdir())
     # Library paths only: not the attnkata tree (its references), not a folder that holds it
@@ -254,7 +258,13 @@ def _config(mode: str, harness: str) -> dict[str, Any]:
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+        **TRITON_CACHES,
     }
+    if not native:
+        # Candidates' @triton.jit kernels run in Triton's interpreter: a check must run
+        # anywhere, and the interpreter is where every load and store can be checked. Set from
+        # the start: whatever imports triton in the zygote (torch may), imports it for that.
+        env["TRITON_INTERPRET"] = "1"
     for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
         if name in os.environ:
             env[name] = os.environ[name]
@@ -276,7 +286,8 @@ def _config(mode: str, harness: str) -> dict[str, Any]:
         "pythonpath": pythonpath,
         "env": env,
         "preimport": list(_PREIMPORT),
-        "warm": [WARM_UPS[w] for w in sorted(_wanted_warm())],
+        # (the native zygote serves one timing call per check: warm-ups would only delay it)
+        "warm": [] if native else [WARM_UPS[w] for w in sorted(_wanted_warm())],
     }
 
 
@@ -326,13 +337,16 @@ def tree_usage(root: int) -> Usage | None:
 class Zygote:
     """One running zygote. `spawn` a candidate, `kill` it, `close` the whole sandbox."""
 
-    def __init__(self, mode: str, note: str = "") -> None:
+    def __init__(self, mode: str, note: str = "", native: bool = False) -> None:
         self.mode = mode
         self.note = note
+        # Triton kernels compiled for the GPU, not interpreted (the `speed` tier's zygote): a
+        # process that imported triton for its interpreter can never compile for a GPU.
+        self.native = native
         self.owner = os.getpid()
         self.harness = _harness()
         self.cgroups = _Cgroups.create(f"{mode[0]}{os.getpid()}-{id(self):x}", pids_max=256)
-        config = _config(mode, self.harness)
+        config = _config(mode, self.harness, native)
         self.drop_root = config["drop_root"]
         self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log = tempfile.NamedTemporaryFile(
@@ -614,19 +628,33 @@ def _namespaces_possible() -> str:
     return ""
 
 
-def _new_zygote() -> Zygote:
+def _new_zygote(native: bool = False) -> Zygote:
     mode = requested_mode()
     if mode != "auto":
-        z = Zygote(mode, note=f"forced by {ENV_MODE}={mode}" if mode == "subprocess" else "")
+        note = f"forced by {ENV_MODE}={mode}" if mode == "subprocess" else ""
+        z = Zygote(mode, note=note, native=native)
     else:
         why = _fallback_note or _namespaces_possible()
         z = (
-            Zygote("subprocess", note=f"namespaces unavailable: {why}")
+            Zygote("subprocess", note=f"namespaces unavailable: {why}", native=native)
             if why
-            else Zygote("namespaces")
+            else Zygote("namespaces", native=native)
         )
-    z.keep_spare = _spares
+    z.keep_spare = _spares and not native
     return z
+
+
+_native: Zygote | None = None
+
+
+def native_zygote() -> Zygote:
+    """A second zygote whose candidates compile Triton kernels for the GPU (the Triton katas'
+    `speed` tier), started on first use; the same sandbox as `zygote()`'s."""
+    global _native
+    if _native is None or _native.owner != os.getpid() or not _native.alive():
+        _native = _new_zygote(native=True)
+    _native.wait_ready()
+    return _native
 
 
 _spares = False
@@ -686,7 +714,16 @@ def prestart(warm: Iterable[str] = ()) -> None:
 # process. Only katas whose graders use it pay for it, once per zygote.
 WARM_UPS = {
     "meta": "torch.ones(2, 3, device='meta').tril().masked_fill(torch.zeros(2, 3, dtype=torch.bool, "
-    "device='meta'), 0.0).topk(1)"
+    "device='meta'), 0.0).topk(1)",
+    # The Triton katas: triton and its language module (~0.5 s), for the interpreter.
+    "triton": "import triton, triton.language",
+}
+# Where Triton writes its caches: the candidate's own /tmp (a fresh tmpfs).
+TRITON_CACHES = {
+    "TRITON_HOME": "/tmp/triton",
+    "TRITON_CACHE_DIR": "/tmp/triton/cache",
+    "TRITON_DUMP_DIR": "/tmp/triton/dump",
+    "TRITON_OVERRIDE_DIR": "/tmp/triton/override",
 }
 _warm: set[str] = set()
 _warm_owner = os.getpid()
@@ -703,14 +740,22 @@ def _wanted_warm() -> set[str]:
 
 
 def warm_ups_for(grader: Path) -> tuple[str, ...]:
-    """The warm-ups a grader needs, from its source (a grader that never says "meta" never
-    sends a candidate there)."""
+    """The warm-ups a grader needs, from its source and its kata.toml (a grader that never
+    says "meta" never sends a candidate there; a kata that `requires = ["triton"]` runs
+    candidates' Triton kernels)."""
     source = grader.read_text(encoding="utf-8")
+    with contextlib.suppress(OSError):
+        source += (grader.parent / "kata.toml").read_text(encoding="utf-8")
     return tuple(name for name in WARM_UPS if f'"{name}"' in source or f"'{name}'" in source)
 
 
 def shutdown() -> None:
-    global _current
+    global _current, _native
+    if _native is not None:
+        if _native.owner == os.getpid():
+            _native.settle()
+        _native.close()
+        _native = None
     if _current is not None:
         if _current.owner == os.getpid():
             _current._drop_spare()

@@ -477,7 +477,7 @@ def _limits(limits: dict[str, Any]) -> None:
     if limits.get("nproc"):
         linux.set_limit(resource.RLIMIT_NPROC, int(limits["nproc"]))
     memory_mb = int(limits["memory_mb"])
-    if memory_mb > 0:
+    if memory_mb > 0 and limits.get("address_space", True):
         # Counted on top of what this process already maps (torch maps a lot of virtual
         # memory it never touches).
         with open("/proc/self/statm") as f:

@@ -96,6 +96,14 @@ def _validate(opts: CreateOptions) -> list[Kata]:
     katas: list[Kata] = []
     for kata_id in ids:
         kata = load_set_kata(kata_id)
+        if kata.requires:
+            # Public samples run the reference here and the exports install attnkata without
+            # extras: neither carries Triton yet.
+            raise UsageError(
+                f"{kata.id} needs attnkata[{','.join(kata.requires)}] and cannot be put in a "
+                "problem set yet",
+                "practise it with `kata check`; sets take the katas that need no extra",
+            )
         if kata.id not in {k.id for k in katas}:
             require_kata_definition(kata)
             katas.append(kata)

@@ -76,6 +76,8 @@ def kata_rows(lang: str) -> list[dict]:
                 "status": s.status if s else "not started",
                 "best_time": s.time_to_first_pass if s else None,
                 "due": plans[k.id].is_due(now),
+                "requires": list(k.requires),
+                "missing": catalog.missing_extras(k),
             }
         )
     return rows
@@ -106,6 +108,9 @@ def list_katas(json_out: JsonOption = False, lang: LangOption = None) -> None:
             status.append(f" ({_fmt_seconds(r['best_time'])})", style="dim")
         if r["due"]:
             status.append("\ndue", style="bold magenta")
+        if r["missing"]:
+            extras = ",".join(r["missing"])
+            status.append("\n" + msg("extra.list_status", lang, extras=extras), style="yellow")
         title = Text(r["title"])
         title.append(f"\n{r['difficulty']} · {r['minutes']} min", style="dim")
         table.add_row(r["id"], title, status)
@@ -119,7 +124,8 @@ def next_kata(json_out: JsonOption = False, lang: LangOption = None) -> None:
     lang = resolve_lang(lang)
     with History() as h:
         plans, now = _plans(h)
-    rec = schedule.recommend(catalog.summaries(), plans, now)
+    installed = {k: s for k, s in catalog.summaries().items() if not catalog.missing_extras(s)}
+    rec = schedule.recommend(installed, plans, now)
     if rec is None:
         raise UsageError("no katas installed", "reinstall attnkata")
     if json_out:
@@ -467,6 +473,7 @@ def history(
         kata = catalog.get_kata(kata).id
     with History() as h:
         rows = [dict(r) for r in h.attempts(kata, limit)]
+        speeds = h.best_speeds()
     for r in rows:
         r["diagnoses"] = json.loads(r["diagnoses"])
     if json_out:
@@ -495,6 +502,14 @@ def history(
         for mid in r["diagnoses"]:
             table.add_row("", Text(f"  {mid}", style="yellow"), "", "")
     out.print(table)
+    shown = {k: v for k, v in speeds.items() if kata is None or k == kata}
+    if shown:
+        items = "; ".join(
+            f"{k} {v['speed_ms']:.3f} ms ({v.get('speed_speedup', 0):.2f}x, "
+            f"{v.get('speed_tflops', 0):.1f} TFLOP/s)"
+            for k, v in sorted(shown.items())
+        )
+        out.print(Text(msg("speed.best", resolve_lang(None), items=items), style="dim"))
 
 
 def stats(json_out: JsonOption = False) -> None:
