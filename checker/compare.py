@@ -118,27 +118,9 @@ def assert_close(
     """
     kind = kind or ("ndarray" if isinstance(expected, np.ndarray) else "tensor")
     prefix = f"{case}: {what}"
-    want_type = np.ndarray if kind == "ndarray" else torch.Tensor
-    if not isinstance(got, want_type):
-        raise AssertionError(
-            f"{prefix}: expected a {want_type.__module__}.{want_type.__name__} "
-            f"of shape {tuple(expected.shape)}, got {describe(got)}"
-        )
-    if tuple(got.shape) != tuple(expected.shape):
-        raise AssertionError(
-            f"{prefix}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
-        )
+    want_dtype = _as_tensor(baseline).dtype if baseline is not None else None
+    assert_like(got, expected, case=case, what=what, dtype=want_dtype, kind=kind)
     g, e = _as_tensor(got), _as_tensor(expected)
-    want_dtype = _as_tensor(baseline).dtype if baseline is not None else e.dtype
-    if g.dtype != want_dtype:
-        raise AssertionError(
-            f"{prefix}: expected dtype {str(want_dtype).replace('torch.', '')} (the input's dtype), "
-            f"got {str(g.dtype).replace('torch.', '')}"
-        )
-    if kind == "tensor" and g.device != e.device:
-        raise AssertionError(
-            f"{prefix}: expected device {e.device} (the input's device), got {g.device}"
-        )
     g64 = g.detach().to("cpu", torch.float64)
     e64 = e.detach().to("cpu", torch.float64)
     bad = ~torch.isfinite(g64) & torch.isfinite(e64)
@@ -184,6 +166,44 @@ def assert_close(
             f"{prefix}: {n} of {err.numel()} values differ from the reference; max abs error "
             f"{float(err.max()):.3g} (allowed {atol:.2g} + {rtol:.2g}*|expected|{budget_note}); "
             f"worst at {_where(idx)}: expected {e64[idx].item():.6g}, got {g64[idx].item():.6g}"
+        )
+
+
+def assert_like(
+    got: Any,
+    expected: Any,
+    *,
+    case: str,
+    what: str = "output",
+    dtype: torch.dtype | None = None,
+    kind: str | None = None,
+) -> None:
+    """Assert `got` has `expected`'s type, shape, dtype (or `dtype`) and device, whatever its
+    values: what a grader checks before it computes anything with a candidate's output (a
+    (9000, 1) tensor where a (1, 1, 5, 8) one belongs must not become a 9000 x 9000 product in
+    the grading process)."""
+    kind = kind or ("ndarray" if isinstance(expected, np.ndarray) else "tensor")
+    prefix = f"{case}: {what}"
+    want_type = np.ndarray if kind == "ndarray" else torch.Tensor
+    if not isinstance(got, want_type):
+        raise AssertionError(
+            f"{prefix}: expected a {want_type.__module__}.{want_type.__name__} "
+            f"of shape {tuple(expected.shape)}, got {describe(got)}"
+        )
+    if tuple(got.shape) != tuple(expected.shape):
+        raise AssertionError(
+            f"{prefix}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+        )
+    g, e = _as_tensor(got), _as_tensor(expected)
+    want_dtype = dtype if dtype is not None else e.dtype
+    if g.dtype != want_dtype:
+        raise AssertionError(
+            f"{prefix}: expected dtype {str(want_dtype).replace('torch.', '')} (the input's dtype), "
+            f"got {str(g.dtype).replace('torch.', '')}"
+        )
+    if kind == "tensor" and g.device != e.device:
+        raise AssertionError(
+            f"{prefix}: expected device {e.device} (the input's device), got {g.device}"
         )
 
 

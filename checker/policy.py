@@ -66,6 +66,11 @@ _MODULE_IDS: dict[str, str] = {
 # Attribute chains of torch/NumPy (through any alias) that are public but not for solutions.
 _BANNED_PATHS: dict[str, str] = {
     "torch.ops": PRIVATE, "torch.overrides": PRIVATE, "torch.library": PRIVATE, "torch.classes": PRIVATE,
+    # Attention by another name: the ONNX ops (torch.onnx.ops.attention) and quantizable
+    # layers (a pure-Python nn.MultiheadAttention the run-time ban cannot tell from matmuls).
+    "torch.onnx": PRIVATE, "torch.ao": PRIVATE,
+    # Compiles at run time (and needs a compiler the sandbox does not start); runs programs.
+    "torch.compile": DYNAMIC, "torch.utils.collect_env": IO,
     "torch.utils.cpp_extension": DYNAMIC, "numpy.f2py": DYNAMIC, "numpy.distutils": DYNAMIC,
     "typing.get_type_hints": DYNAMIC, "typing.ForwardRef": DYNAMIC,
     "numpy.ctypeslib": INTROSPECTION,

@@ -5,9 +5,10 @@ classes and its file names, and all of these are quoted back by `kata check`, th
 feedback, the HTML reports and the platforms' outputs. A terminal obeys escape sequences in
 such text: `ESC[2J` clears the screen, `\\r` lets a fake "PASS" line overwrite the real one,
 OSC 52 (`ESC]52;c;...BEL`) writes the clipboard. Every renderer passes candidate-derived
-strings through `clean` at its boundary: C0 controls other than newline and tab, DEL and the
-C1 controls (8-bit CSI `\\x9b` included) are removed, and so are whole escape sequences (not
-only their ESC, which would leave `[2J` behind).
+strings through `clean` at its boundary: C0 controls other than newline and tab, DEL, the
+C1 controls (8-bit CSI `\\x9b` included) and the Unicode bidi and line-separator controls are
+removed, and so are whole escape sequences (not only their ESC, which would leave `[2J`
+behind).
 
 Stdlib only; cheap on text that has nothing to remove.
 """
@@ -29,8 +30,10 @@ _SEQUENCES = re.compile(
     r"|\x9d[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # 8-bit OSC
     r"|[\x90\x98\x9e\x9f][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"  # 8-bit DCS, SOS, PM, APC
 )
-# Every control character but newline and tab: C0, DEL, C1.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Every control character but newline and tab: C0, DEL, C1; and the Unicode formatting
+# controls that reorder or break what is shown (bidi embeddings, overrides and isolates,
+# which make "evil" read as "live"; the line and paragraph separators).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 # What JSON leaves as it is (json.dumps escapes C0 only).
 _JSON_RAW = re.compile(r"[\x7f-\x9f]")
 

@@ -28,8 +28,9 @@ from attnkata.cli.console import SafeConsole
 REPO = Path(__file__).resolve().parent.parent
 ATTACKS = REPO / "tests" / "fixtures" / "attacks3"
 ESCAPES = sorted(ATTACKS.glob("escape_*.py"))
-# Every control character but newline and tab: C0, DEL, C1 (U+0080-U+009F).
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Every control character but newline and tab: C0, DEL, C1 (U+0080-U+009F), and the Unicode
+# bidi and line-separator controls (a folder named with U+202E reads backwards in a report).
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 EVIL = "a\x1b[2J\x1b[Hb\r PASS \x1b]52;c;ZXZpbA==\x07c\x9b2Jd\x1b[31me\x1b[0m\x7f\x00f\x1bc\x90q\x9c\tg\nh"
 
 
@@ -149,6 +150,7 @@ def test_a_file_name_with_escapes_is_shown_without_them(tmp_path: Path):
 # -- kata set grade: feedback, report, gradebook, JSON; the platforms' outputs -------------------
 SET_STUDENTS = {
     "mallory\x1b[2J\x1b]0;x\x07": "escape_raise.py",
+    "eve\u202elive\u2028x": "escape_raise.py",
     "oscar": "escape_class_name.py",
     "trent": "escape_print_exit.py",
     "peggy": "policy_needs_review.py",

@@ -171,7 +171,10 @@ def _op_info(func: Any) -> tuple[str, tuple[tuple[int, str], ...], bool, bool]:
     view = bool(schema.returns) and all(
         r.alias_info is not None and not r.alias_info.is_write for r in schema.returns
     )
-    return schema.name, writes, schema.name.startswith(BANNED_OP_PREFIXES), view
+    # Any op named for attention, in any namespace (onnx::Attention, a library's own kernel):
+    # a hand-written solution calls matmuls and a softmax, never an attention op.
+    banned = schema.name.startswith(BANNED_OP_PREFIXES) or "attention" in schema.name.lower()
+    return schema.name, writes, banned, view
 
 
 @functools.cache

@@ -288,6 +288,9 @@ def _config(mode: str, harness: str, native: bool = False) -> dict[str, Any]:
         "preimport": list(_PREIMPORT),
         # (the native zygote serves one timing call per check: warm-ups would only delay it)
         "warm": [] if native else [WARM_UPS[w] for w in sorted(_wanted_warm())],
+        # Only the native zygote's candidates may start programs (ptxas compiles their GPU
+        # kernels); they serve the informative speed tier alone (zygote._candidate).
+        "allow_exec": native,
     }
 
 

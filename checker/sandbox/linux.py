@@ -182,13 +182,19 @@ def write(path: str, text: str) -> None:
         f.write(text)
 
 
-# -- seccomp: the kernel keyring ---------------------------------------------------------------
+# -- seccomp: the kernel keyring, and starting programs ----------------------------------------
 # Every candidate runs as the same uid, and the kernel keeps one user keyring per uid (per user
 # namespace): a key one candidate adds, the next could read. No solution needs keys, so the
 # three keyring syscalls fail with EPERM, for each ABI a process on this machine can call them
 # through (x86-64 with x32, i386 via int 0x80, aarch64).
+# Nor does a solution start programs: a fresh interpreter started from candidate code (any
+# library's subprocess call will do: torch.utils.collect_env.run) would have none of the
+# sandboxed process's own rules -- the fused-attention ban at the dispatcher, the op trace,
+# the efficient tiers' address-space cap sized for a process that already maps torch. So
+# execve and execveat fail with EPERM too (the harness never execs once a candidate runs).
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "i386": 0x40000003, "aarch64": 0xC00000B7}
 _KEYRING_SYSCALLS = {"x86_64": (248, 249, 250), "i386": (286, 287, 288), "aarch64": (217, 218, 219)}
+_EXEC_SYSCALLS = {"x86_64": (59, 322), "i386": (11, 358), "aarch64": (221, 281)}
 _X32_BIT = 0x40000000
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
@@ -208,12 +214,13 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def _keyring_filter() -> list[tuple[int, int, int, int]]:
+def _filter(exec_too: bool) -> list[tuple[int, int, int, int]]:
     """The BPF program: per architecture, load the syscall number and send the keyring calls
-    (and, on x86-64, every x32 call) to `deny`; anything else is allowed."""
+    (and exec, with `exec_too`; on x86-64, every x32 call) to `deny`; anything else is allowed."""
     prog: list[tuple[int, int, int, int]] = []
     deny_at: list[int] = []  # instructions whose jt jumps to `deny`, patched below
-    for arch, numbers in _KEYRING_SYSCALLS.items():
+    for arch, keyring in _KEYRING_SYSCALLS.items():
+        numbers = keyring + (_EXEC_SYSCALLS[arch] if exec_too else ())
         block = 2 + (arch == "x86_64") + len(numbers) + 1  # the instructions after the arch test
         prog.append((_BPF_LD_W_ABS, 0, 0, 4))  # seccomp_data.arch
         prog.append((_BPF_JEQ_K, 0, block, _AUDIT_ARCH[arch]))
@@ -234,9 +241,9 @@ def _keyring_filter() -> list[tuple[int, int, int, int]]:
     return prog
 
 
-def deny_keyring() -> None:
+def deny_syscalls(exec_too: bool = True) -> None:
     """Install the filter on this process and everything it starts (after no_new_privs)."""
-    prog = _keyring_filter()
+    prog = _filter(exec_too)
     filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
     fprog = _SockFprog(len(prog), filters)
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")

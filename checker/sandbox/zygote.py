@@ -203,6 +203,12 @@ def _build_dev(dev: str, devices: list[str]) -> None:
         ("stderr", "/proc/self/fd/2"),
     ):
         os.symlink(target, f"{dev}/{name}")
+    # Read-only from here: the zygote's /dev lives as long as it does (a batch worker, watch,
+    # the web app), and a candidate that is uid 0 of its namespace (kata run by a user who is
+    # not root) could otherwise leave a file there for the next one.
+    linux.mount(
+        None, dev, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | linux.MS_NOSUID
+    )
 
 
 def _preload(config: dict[str, Any]) -> None:
@@ -377,7 +383,13 @@ def _candidate_tree(
     if p2 == 0:
         try:
             _candidate(
-                socket.socket(fileno=chan), log, scratch, message["limits"], namespaces, as_root
+                socket.socket(fileno=chan),
+                log,
+                scratch,
+                message["limits"],
+                namespaces,
+                as_root,
+                bool(config.get("allow_exec")),
             )
         finally:
             os._exit(_SPAWN_FAILED)
@@ -415,6 +427,7 @@ def _candidate(
     limits: dict[str, Any],
     namespaces: bool,
     as_root: bool,
+    allow_exec: bool = False,
 ) -> None:
     """P2: limits, privileges, descriptors; then the candidate's file, and the harness serves
     the grader."""
@@ -448,7 +461,10 @@ def _candidate(
         linux.drop_capabilities()
     linux.no_new_privs()
     try:
-        linux.deny_keyring()  # one uid for every candidate: its keyring would be shared
+        # One uid for every candidate: its keyring would be shared; and no program started
+        # from here has this process's rules. (The native GPU zygote compiles kernels with
+        # ptxas: it may exec, and serves only the informative speed tier.)
+        linux.deny_syscalls(exec_too=not allow_exec)
     except linux.SandboxError:
         if namespaces:
             raise  # (the fallback is best-effort: README, threat model)

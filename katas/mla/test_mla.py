@@ -16,7 +16,7 @@ import math
 import pytest
 import torch
 
-from attnkata.checker.compare import assert_close
+from attnkata.checker.compare import assert_close, assert_like
 from attnkata.checker.probes import randn, random_mask
 from attnkata.checker.proxy import Candidate, Outcome
 from attnkata.checker.weights import (
@@ -90,6 +90,16 @@ class Graded:
 
     def case(self, x: torch.Tensor, what: str) -> str:
         return f"{self.name}, x {tuple(x.shape)} {str(self.dtype).replace('torch.', '')}, {what}"
+
+    def output(self, x: torch.Tensor, kwargs: dict) -> torch.Tensor:
+        """The candidate's output on x, checked to be shaped like the reference's before a
+        test computes anything with it (a metamorphic test compares the candidate with
+        itself)."""
+        value = self.module.call((x,), kwargs).value
+        with torch.no_grad():
+            like = self.reference.to(x.dtype)(x, **kwargs)
+        assert_like(value, like, case=self.case(x, str(kwargs or "")))
+        return value
 
     def check(self, x: torch.Tensor, kwargs: dict | None = None, *, what: str) -> Outcome:
         """Run the candidate on x (cast to this dtype) and compare with the reference."""
@@ -208,8 +218,8 @@ def test_causal_ignores_future_tokens(solution):
     t = 3
     changed = x.clone()
     changed[:, t + 1 :] = randn(B, L - t - 1, D, seed=14)
-    first = g.module.call((x,), {"is_causal": True}).value
-    second = g.module.call((changed,), {"is_causal": True}).value
+    first = g.output(x, {"is_causal": True})
+    second = g.output(changed, {"is_causal": True})
     assert_close(
         second[:, : t + 1],
         first[:, : t + 1],
@@ -226,8 +236,8 @@ def test_padding_content_is_ignored(solution):
     real = mask[:, 0, 0, :]  # (B, L)
     changed = x.clone()
     changed[~real] = randn(int((~real).sum()), D, seed=38, scale=10.0)
-    first = g.module.call((x,), {"attn_mask": mask}).value
-    second = g.module.call((changed,), {"attn_mask": mask}).value
+    first = g.output(x, {"attn_mask": mask})
+    second = g.output(changed, {"attn_mask": mask})
     assert_close(
         second[real],
         first[real],
@@ -240,8 +250,8 @@ def test_padding_content_is_ignored(solution):
 def test_eval_is_deterministic(solution):
     g = Graded(solution, torch.float64, seed=15)
     x = x_input(16)
-    first = g.module.call((x,), {}).value
-    second = g.module.call((x,), {}).value
+    first = g.output(x, {})
+    second = g.output(x, {})
     assert_close(
         second,
         first,

@@ -15,7 +15,7 @@ import math
 import pytest
 import torch
 
-from attnkata.checker.compare import assert_close
+from attnkata.checker.compare import assert_close, assert_like
 from attnkata.checker.probes import randn, random_mask
 from attnkata.checker.proxy import Candidate, Outcome
 from attnkata.checker.weights import (
@@ -74,6 +74,16 @@ class Graded:
 
     def case(self, x: torch.Tensor, what: str) -> str:
         return f"{self.name}, x {tuple(x.shape)} {str(self.dtype).replace('torch.', '')}, {what}"
+
+    def output(self, x: torch.Tensor, kwargs: dict) -> torch.Tensor:
+        """The candidate's output on x, checked to be shaped like the reference's before a
+        test computes anything with it (a metamorphic test compares the candidate with
+        itself)."""
+        value = self.module.call((x,), kwargs).value
+        with torch.no_grad():
+            like = self.reference.to(x.dtype)(x, **kwargs)
+        assert_like(value, like, case=self.case(x, str(kwargs or "")))
+        return value
 
     def check(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, what: str) -> Outcome:
         """Run the candidate on x (cast to this dtype) and compare with the reference."""
@@ -159,8 +169,8 @@ def test_padding_content_is_ignored(solution):
     mask = lengths_mask([6, 3])
     changed = x.clone()
     changed[~mask] = randn(int((~mask).sum()), D, seed=16, scale=10.0)
-    first = g.module.call((x,), {"key_padding_mask": mask}).value
-    second = g.module.call((changed,), {"key_padding_mask": mask}).value
+    first = g.output(x, {"key_padding_mask": mask})
+    second = g.output(changed, {"key_padding_mask": mask})
     assert_close(
         second,
         first,
@@ -173,8 +183,8 @@ def test_padding_content_is_ignored(solution):
 def test_eval_is_deterministic(solution):
     g = Graded(solution, torch.float64, seed=17)
     x = x_input(18)
-    first = g.module.call((x,), {}).value
-    second = g.module.call((x,), {}).value
+    first = g.output(x, {})
+    second = g.output(x, {})
     assert_close(
         second,
         first,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnkata.checker.compare import assert_close, assert_no_mutation
+from attnkata.checker.compare import assert_close, assert_like, assert_no_mutation
 from attnkata.checker.probes import check_call, check_grads, expect_value_error, randn
 from attnkata.reference import rope as ref
 
@@ -173,6 +173,8 @@ def test_scores_depend_on_relative_position(solution):
     def scores(pos: torch.Tensor) -> torch.Tensor:
         rq = solution.call(FN, (q, pos)).value
         rk = solution.call(FN, (k, pos)).value
+        for got, x in ((rq, q), (rk, k)):  # before anything is computed with them here
+            assert_like(got, x, case=f"RoPE of (1, 1, {L}, {D}) at p = {pos.tolist()}")
         return rq @ rk.transpose(-2, -1)
 
     assert_close(
