@@ -207,8 +207,8 @@ def test_a_prefix_of_several_ids_suggests_them_all() -> None:
     assert catalog.suggest("flash", catalog.kata_ids()) == [
         "flash-attention",
         "flash-attention-backward",
-        "flash-decoding",
         "flash-attention-triton",
+        "flash-decoding",
     ]
     res = kata("show", "flash", code=2)
     assert "'flash-attention'" in res.stderr and "'flash-attention-backward'" in res.stderr
