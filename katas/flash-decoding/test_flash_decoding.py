@@ -111,14 +111,24 @@ def check_lengths(
 
 
 def check_combine(solution, po, pl, case, dtype=torch.float64, plain=merged):
-    """combine against torch.logsumexp; float32 within 4x the error of `plain` in float32."""
+    """combine against torch.logsumexp; float32 within 4x the error of `plain` in float32,
+    and never less than what the inputs' own precision costs any correct merge: with partial
+    lse near 1e4, log-sum-exp rounds to ulp(1e4) ~ 1e-3, so each weight exp(lse_c - lse) may
+    be off by that much relatively (a plain merge that subtracts the max first is luckier)."""
     a = (cast(po, dtype), cast(pl, dtype))
     with solution.submit(COMBINE, a) as pending:
         expected = merged(po, pl)
         baseline = plain(*a) if dtype != torch.float64 else None
     outcome = pending.result()
     assert_no_mutation(outcome, case=case)
-    assert_close_parts(outcome.value, expected, case=case, names=("out", "lse"), baseline=baseline)
+    floor = None
+    if dtype != torch.float64:
+        finite = pl[torch.isfinite(pl)]
+        ulp = torch.finfo(dtype).eps * (float(finite.abs().max()) if finite.numel() else 0.0)
+        floor = (2 * ulp * float(po.abs().max()), 2 * ulp)
+    assert_close_parts(
+        outcome.value, expected, case=case, names=("out", "lse"), baseline=baseline, floor=floor
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
