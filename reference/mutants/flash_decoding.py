@@ -42,7 +42,8 @@ def weights(
     keep_max: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(the splits' weights (..., N), the merged lse (...)): exp(lse_c - lse) ("lse"), 1 / N
-    ("mean"), n_c / sum n ("counts"); exp(lse_c) without its max (unstable); no guard where
+    ("mean"), 1 / (splits with a key) ("mean-nonempty"), n_c / sum n ("counts"); exp(lse_c)
+    without its max (unstable); no guard where
     every split is empty (NaN); lse without its max."""
     top = lse_c.amax(dim=-1, keepdim=True) if stable else torch.zeros_like(lse_c[..., :1])
     shift = torch.where(torch.isfinite(top), top, torch.zeros_like(top)) if guard_empty else top
@@ -58,6 +59,9 @@ def weights(
     w = e / safe
     if mode == "mean":
         w = torch.full_like(lse_c, 1.0 / lse_c.shape[-1])
+    elif mode == "mean-nonempty":  # the splits that saw a key, averaged (lightllm-style stage 2)
+        seen = torch.isfinite(lse_c).to(lse_c.dtype)
+        w = seen / seen.sum(dim=-1, keepdim=True).clamp(min=1)
     elif mode == "counts" and counts is not None:
         c = counts.to(lse_c.dtype).expand_as(lse_c)
         w = c / c.sum(dim=-1, keepdim=True).clamp(min=1)
@@ -176,6 +180,7 @@ def _merge_placed(**knobs: Any) -> list[dict[str, Any]]:
 MUTANTS = {
     "split-lse-combine-unweighted": [
         *_merge_placed(mode="mean"),
+        *_merge_placed(mode="mean-nonempty"),
         {DECODE: _d(merge={"mode": "counts"})},
     ],
     "empty-split-nan": [{DECODE: _d(empty="nan")}, {DECODE: _d(empty="nan-masked")}],
