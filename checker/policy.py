@@ -480,9 +480,83 @@ class _Scan:
             return None
         return self.modules[chain[0]].split(".") + chain[1:]
 
+    def collect_instances(self) -> None:
+        """A name that its scope binds only to a new instance of one of the file's plain
+        classes (`cache = SinkCache(...)`) stands for the file's own object there, as a
+        method's `self` does: `cache._rotate(...)` is the candidate's own private name.
+        Plain: a module-level class bound once, undecorated (or a dataclass), without a
+        metaclass or hooks that could hand back or reach another object (`__new__`,
+        `__getattr__`, `__getattribute__`, descriptors), whose bases are plain too (or
+        `object`, `torch.nn.Module`)."""
+        plain = self._plain_classes()
+        if not plain:
+            return
+        walrus = {
+            n.target.id
+            for n in ast.walk(self.tree)
+            if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)
+        }
+        scopes = [
+            n for n in ast.walk(self.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        ]
+        for scope in [self.tree, *scopes]:
+            for name in _instance_names(scope, plain) - walrus:
+                if isinstance(scope, ast.Module):
+                    self.own_self |= _loads_of(ast.FunctionDef(name="", body=scope.body), name)  # type: ignore[call-arg]
+                else:
+                    self.own_self |= _loads_of(scope, name)
+
+    def _plain_classes(self) -> set[str]:
+        if not isinstance(self.tree, ast.Module):
+            return set()
+        bound: dict[str, int] = {}
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                bound[n.id] = bound.get(n.id, 0) + 1
+            elif isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                bound[n.name] = bound.get(n.name, 0) + 1
+            elif isinstance(n, ast.Global | ast.Nonlocal | ast.Import | ast.ImportFrom):
+                for alias in n.names:
+                    name = alias if isinstance(alias, str) else (alias.asname or alias.name)
+                    bound[name.split(".")[0]] = bound.get(name.split(".")[0], 0) + 2
+        plain: set[str] = set()
+        classes = [s for s in self.tree.body if isinstance(s, ast.ClassDef)]
+        for _ in range(len(classes)):  # bases first: a class is plain once its bases are
+            for cls in classes:
+                if cls.name in plain or bound.get(cls.name) != 1 or cls.keywords:
+                    continue
+                if any(
+                    ".".join(self.resolve(d.func if isinstance(d, ast.Call) else d) or [])
+                    not in ("dataclasses.dataclass",)
+                    and _chain(d) != ["dataclass"]
+                    for d in cls.decorator_list
+                ):
+                    continue
+                if not all(
+                    (isinstance(b, ast.Name) and b.id in plain)
+                    or _chain(b) == ["object"]
+                    or ".".join(self.resolve(b) or []) in _PLAIN_BASES
+                    for b in cls.bases
+                ):
+                    continue
+                defined = {
+                    t.id
+                    for s in cls.body
+                    for t in (
+                        [ast.Name(s.name)]
+                        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                        else ast.walk(s)
+                    )
+                    if isinstance(t, ast.Name)
+                }
+                if not defined & _HOOKS:
+                    plain.add(cls.name)
+        return plain
+
     # -- second pass: every node, with the function scopes around it ----------------------------
     def run(self) -> list[Finding]:
         self.collect()
+        self.collect_instances()
         stack: list[tuple[ast.AST, tuple[frozenset[str], ...], bool]] = []
         if isinstance(self.tree, ast.Module) and not _rebinds_name(self.tree):
             # `if __name__ == "__main__":` never runs when the file is imported for grading
@@ -679,7 +753,7 @@ class _Scan:
             and base.attr == "__class__"
         ):
             return any(attr in users for users in self.self_private.values())
-        if isinstance(base, ast.Name):
+        if isinstance(base, ast.Name) and not self.is_own(base):  # (an own instance: bound)
             return any(
                 attr in self.self_private.get(c, ()) for c in self.class_names.get(base.id, ())
             )
@@ -909,6 +983,70 @@ def _bound_names(target: ast.AST) -> list[str]:
     if isinstance(target, ast.Tuple | ast.List):
         return [n for e in target.elts for n in _bound_names(e)]
     return []
+
+
+# What a class may define that lets an instance be or reach another object (collect_instances).
+_HOOKS = frozenset(
+    {
+        "__new__",
+        "__getattr__",
+        "__getattribute__",
+        "__setattr__",
+        "__class__",
+        "__init_subclass__",
+        "__set_name__",
+        "__get__",
+        "__set__",
+        "__delete__",
+        "__class_getitem__",
+        "__dict__",
+        "__slots__",
+    }
+)
+_PLAIN_BASES = ("object", "torch.nn.Module", "torch.nn.modules.module.Module")
+
+
+def _instance_names(scope: ast.AST, plain: set[str]) -> set[str]:
+    """Names `scope` (a module or function) binds, not through a nested scope, only as
+    `name = PlainClass(...)`: never an argument, global, import, loop or `with` target..."""
+    ok: dict[str, bool] = {}
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        a = scope.args
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+            if arg is not None:
+                ok[arg.arg] = False
+    todo: list[ast.AST] = list(getattr(scope, "body", []))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _FUNCTIONS + _COMPREHENSIONS + (ast.ClassDef,)):
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                ok[node.name] = False
+            continue
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            ok.update(dict.fromkeys(node.names, False))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            ok.update({(a.asname or a.name).split(".")[0]: False for a in node.names})
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            ok[node.name] = False
+        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+            ok[node.name] = False
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            ok[node.rest] = False
+        elif isinstance(node, ast.Assign):
+            value, targets = node.value, node.targets
+            made = (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id in plain
+            )
+            if made and len(targets) == 1 and isinstance(targets[0], ast.Name):
+                ok.setdefault(targets[0].id, True)
+                todo.append(value)
+                continue
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            ok[node.id] = False
+        todo.extend(ast.iter_child_nodes(node))
+    return {name for name, fine in ok.items() if fine}
 
 
 def _loads_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> set[int]:

@@ -214,3 +214,36 @@ def test_kata_check_shows_needs_review_as_a_note():
     ids = {d["id"]: d["severity"] for d in data["diagnostics"]}
     assert ids.get(policy.NEEDS_REVIEW) == "informative"
     assert data["status"] == "pass"
+
+
+OWN_INSTANCE_OK = """
+import torch
+class Cache:
+    def __init__(self): self._k = None
+    def _rot(self, x): return x
+    def set(self, k): self._k = k
+def attend(x):
+    c = Cache()
+    c.set(x)
+    return c._rot(x), c._k
+"""
+# Each binds `a` to something that is not (only) a new instance of a plain class of the file.
+OWN_INSTANCE_HOSTILE = {
+    "a __new__ that returns torch": "class A:\n    def __new__(cls): return torch\na = A()\nz = a._C",
+    "rebound": "class A:\n    pass\na = A()\na = torch\nz = a._C",
+    "an argument": "class A:\n    pass\ndef g(a):\n    return a._C",
+    "the class name rebound": "class A:\n    pass\nA = torch\na = A()\nz = a._C",
+    "a __getattr__": "class A:\n    def __getattr__(self, n): return 1\na = A()\nz = a._C",
+    "a decorator": "def d(c): return torch\n@d\nclass A:\n    pass\na = A()\nz = a._C",
+    "a walrus elsewhere": "class A:\n    pass\na = A()\n[(a := torch) for _ in range(1)]\nz = a._C",
+    "a metaclass": "class M(type):\n    pass\nclass A(metaclass=M):\n    pass\na = A()\nz = a._C",
+}
+
+
+def test_an_instance_of_the_files_own_plain_class_may_use_its_private_names():
+    """HF's SinkCache style: a local instance of the file's own class calls its private
+    methods; a name that is not provably such an instance is judged as before."""
+    assert policy.scan_source(OWN_INSTANCE_OK, review=True) == []
+    for what, body in OWN_INSTANCE_HOSTILE.items():
+        found = policy.scan_source("import torch\n" + body, review=True)
+        assert any(f.id == policy.PRIVATE for f in found), what
