@@ -22,12 +22,16 @@ from attnkata.checker.diagnose import diagnose_as_passing, firsts
 from attnkata.checker.runner import check
 
 MIN_TOP1, MIN_COVERAGE = 0.9, 0.8  # the goals (issue 21)
-# The held-out split was measured blind once the engine work was done (2026-11-25; python
-# bench/diagnosis_report.py --firsts --split heldout, quiet machine): top-1 20/24, coverage 19/24
-# (19/24 and 18/24 in a run under load) -- short of the goals. These floors keep it from getting
-# worse, with a file of slack for the per-check input salt; raising them means engine work on
-# files that are no longer unseen, so a new held-out set is due first.
-FLOORS = {"heldout": (0.75, 0.7)}
+# The held-out split is measured blind once, when the engine work is done
+# (python bench/diagnosis_report.py --firsts --split heldout), then kept here as a floor:
+# - round 1 (2026-11-25, 24 wrong files): top-1 20/24, coverage 19/24; those files are `train`
+#   since, used for engine work;
+# - round 2 (2026-11-28, 40 wrong files of the eight hard katas, written by people who never
+#   saw the engine): top-1 38/40, coverage 35/40, no wrong essential id, no false reject or
+#   accept, one false essential id on a correct file (diagnose_as_passing); the four katas of
+#   issue 28 (16 wrong files, blind the same way): 16/16 and 16/16. Engine work since has
+#   used the round-2 files, so the next honest figure needs a round 3.
+FLOORS: dict[str, tuple[float, float]] = {}
 
 
 @pytest.fixture(autouse=True)
