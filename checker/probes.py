@@ -15,6 +15,7 @@ the same grade; `ATTNKATA_INPUT_SALT` fixes it for a whole session (tests, bench
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -23,7 +24,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnkata.checker.compare import assert_close, assert_close_parts, assert_no_mutation
+from attnkata.checker.compare import (
+    assert_close,
+    assert_close_parts,
+    assert_no_mutation,
+    jittered,
+)
 from attnkata.checker.proxy import Candidate, CandidateMemory, CandidateRaised, Outcome
 from attnkata.checker.sandbox.autograd import backward
 from attnkata.checker.seeds import secret_salt
@@ -117,14 +123,49 @@ def check_call(
     with solution.submit(name, a, kw, **({"layouts": layouts} if layouts else {})) as pending:
         # (the reference runs while the candidate does)
         expected = reference(*a64, **k64)
-        baseline = reference(*a, **kw) if dtype != torch.float64 else None
+        baseline = spread = None
+        floor = 0.0
+        if dtype != torch.float64:
+            baseline = reference(*a, **kw)
+            spread = reference(*jittered(a64), **jittered(k64))
+            floor = softmax_floor(a64, dtype)
     outcome = pending.result()
     assert_no_mutation(outcome, case=case)
     if names is not None:
-        assert_close_parts(outcome.value, expected, case=case, names=names, baseline=baseline)
+        assert_close_parts(
+            outcome.value,
+            expected,
+            case=case,
+            names=names,
+            baseline=baseline,
+            spread=spread,
+            floors=(floor,),  # the output; an lse keeps its relative tolerance
+        )
     else:
-        assert_close(outcome.value, expected, case=case, baseline=baseline)
+        assert_close(
+            outcome.value, expected, case=case, baseline=baseline, spread=spread, floor=floor
+        )
     return outcome
+
+
+def softmax_floor(args: tuple, dtype: torch.dtype) -> float:
+    """For (q, k, v, ...) inputs: the error any correct `dtype` formula may make in an
+    attention output, 4 eps |s|max |v|max. A logit s, or a log-sum-exp merged in the log
+    domain, of size |s| is stored to eps |s| (1.5e-3 at 1e4 in float32), which moves a softmax
+    weight by that much relatively; a plain implementation that rounds elsewhere can be far
+    luckier on a given input. 0 for other inputs."""
+    if len(args) < 3 or not all(
+        isinstance(t, torch.Tensor) and t.is_floating_point() and t.dim() >= 2 for t in args[:3]
+    ):
+        return 0.0
+    q, k, v = args[:3]
+    if q.shape[-1] != k.shape[-1]:
+        return 0.0
+    try:
+        s = float((q @ k.transpose(-2, -1)).abs().max()) / math.sqrt(q.shape[-1])
+    except RuntimeError:  # not attention-shaped after all
+        return 0.0
+    return 4 * torch.finfo(dtype).eps * s * float(v.abs().max())
 
 
 def expect_value_error(solution: Candidate, name: str, args: tuple, *, call: str, why: str) -> None:
