@@ -114,9 +114,8 @@ def test_corpus_covers_every_kata() -> None:
     for kata_id, _ in LABELS:
         counts[kata_id] = counts.get(kata_id, 0) + 1
     # The Triton katas' blind corpus is being written apart from their katas (issue 26).
-    pending = {"triton-softmax", "flash-attention-triton"}
-    assert set(counts) == set(all_katas()) - pending, (
-        f"katas without real-style files: {set(all_katas()) - pending - set(counts)}"
+    assert set(counts) == set(all_katas()), (
+        f"katas without real-style files: {set(all_katas()) - set(counts)}"
     )
     passing = sum(label["verdict"] == "pass" for _, label in LABELS)
     two = sum(label["verdict"] == "fail" and len(label["must"]) >= 2 for _, label in LABELS)
