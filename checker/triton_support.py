@@ -16,6 +16,7 @@ Triton code here; in a process that imported triton for a GPU first, it cannot (
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 from collections.abc import Callable, Iterator
 from types import ModuleType
@@ -172,7 +173,18 @@ def mutant(fn: Callable[..., Any], module: ModuleType, tag: str) -> Callable[...
         return value
 
     call.keywords = getattr(fn, "keywords", {})  # type: ignore[attr-defined]
+    if isinstance(fn, functools.partial) and not fn.args:
+        # Composable as the other katas' variants are (diagnose/pairs.compose_one): two
+        # mistakes' knobs make one variant, run under the guard and kept on disk the same way.
+        call.knobs = dict(fn.keywords)  # type: ignore[attr-defined]
+        call.family = (_remade, module, fn.func)  # type: ignore[attr-defined]
     return call
+
+
+def _remade(module: ModuleType, func: Callable[..., Any], **knobs: Any) -> Callable[..., Any]:
+    return mutant(
+        functools.partial(func, **knobs), module, "variant " + repr(sorted(knobs.items()))
+    )
 
 
 def _cache_dir() -> Any:

@@ -301,7 +301,8 @@ class Engine:
         saved = self.candidate.limits
         total = saved.total_timeout
         saved_timed_out = set(self.candidate.timed_out)
-        # A kata whose code runs slowly by nature (Triton's interpreter) sets its own leash.
+        # A kata whose code runs slowly by nature (Triton's interpreter) sets its own leash,
+        # and its own budgets for the searches below (its variants run interpreted too).
         call_timeout = getattr(self.spec.module, "PROBE_CALL_TIMEOUT", PROBE_CALL_TIMEOUT)
         seconds = getattr(self.spec.module, "PROBE_TIME_BUDGET", PROBE_TIME_BUDGET)
         if self.result.status == TIMEOUT:
@@ -402,7 +403,7 @@ class Engine:
             picked,
             {mid: self.spec.mutants[mid] for mid in applicable},
             self.spec.subject,
-            PAIR_TIME_BUDGET,
+            getattr(self.spec.module, "PAIR_TIME_BUDGET", PAIR_TIME_BUDGET),
         )
         if pair is not None:
             # A pair reproduces the candidate exactly: both mistakes are certain.
@@ -468,7 +469,7 @@ class Engine:
             picked,
             {mid: self.spec.mutants[mid] for mid in applicable},
             self.spec.subject,
-            PEEL_TIME_BUDGET,
+            getattr(self.spec.module, "PEEL_TIME_BUDGET", PEEL_TIME_BUDGET),
         )
         if found is None or not any(s.certain for s in found.steps):
             return False
@@ -629,7 +630,7 @@ class Engine:
         assert self.spec is not None
         out = {}
         hook = getattr(self.spec.module, "alternatives", None)
-        budget = CallBudget(ALT_TIME_BUDGET)
+        budget = CallBudget(getattr(self.spec.module, "ALT_TIME_BUDGET", ALT_TIME_BUDGET))
         for i in cannot:
             c = self.cand_obs[i]
             if c.stage != "call" or not isinstance(c.failure, CandidateRaised):
