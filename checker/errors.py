@@ -28,9 +28,9 @@ class UsageError(KataError):
 
 class UnknownKataError(UsageError):
     def __init__(self, name: str, suggestions: list[str]) -> None:
-        # Every id a prefix matched is named (`flash`: both flash katas), at most three otherwise.
+        # Every id a prefix matched is named (`flash`: all four flash katas), up to six.
         hint = (
-            f"did you mean {' or '.join(repr(s) for s in suggestions[:3])}?"
+            f"did you mean {' or '.join(repr(s) for s in suggestions[:6])}?"
             if suggestions
             else "run `kata list` to see the katas"
         )

@@ -34,8 +34,8 @@ _SEQUENCES = re.compile(
 # controls that reorder or break what is shown (bidi embeddings, overrides and isolates,
 # which make "evil" read as "live"; the line and paragraph separators).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
-# What JSON leaves as it is (json.dumps escapes C0 only).
-_JSON_RAW = re.compile(r"[\x7f-\x9f]")
+# What JSON leaves as it is (json.dumps escapes C0 only): DEL, C1, the bidi and separators.
+_JSON_RAW = re.compile(r"[\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 T = TypeVar("T")
 
@@ -76,8 +76,8 @@ def clean_data(value: T) -> T:
 
 
 def json_text(text: str) -> str:
-    """JSON text (from `json.dumps(..., ensure_ascii=False)`) with DEL and the C1 controls
-    written as `\\u` escapes: the same data, but nothing a terminal obeys when it is printed."""
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) with DEL, the C1 controls and the
+    bidi and line-separator controls written as `\\u` escapes: the same data, but nothing a terminal obeys when it is printed."""
     if not _JSON_RAW.search(text):
         return text
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkata.checker.messages import msg
+from attnkata.checker.textsafe import clean
 
 K = 7  # tokens per k-gram
 WINDOW = 4  # winnowing window (a match of K + WINDOW - 1 tokens is always caught)
@@ -315,9 +316,14 @@ def class_pairs(
     return out
 
 
+def _h(text: str) -> str:
+    """Escaped for HTML, with the terminal and bidi controls a name or a line may carry removed."""
+    return html.escape(clean(text))
+
+
 def _side(lines: list[str], marked: list[int]) -> str:
     rows = "".join(
-        f'<tr><td class="num">{n}</td><td><code>{html.escape(lines[n - 1])}</code></td></tr>'
+        f'<tr><td class="num">{n}</td><td><code>{_h(lines[n - 1])}</code></td></tr>'
         for n in marked[:40]
         if 0 < n <= len(lines)
     )
@@ -335,10 +341,10 @@ def render_section(cr: Any, t: dict[str, Any] | None = None) -> str:
     parts = [f'<h2>{title}</h2><p class="meta">{note}</p>']
     for p, la, lb in pairs:
         parts.append(
-            f'<div class="similar" data-a="{html.escape(p.a)}" data-b="{html.escape(p.b)}" '
-            f'data-kata="{html.escape(p.kata)}"><h3><code>{html.escape(p.kata)}</code>: {html.escape(p.a)} ↔ '
-            f'{html.escape(p.b)} · <span class="similarity">{p.similarity:.0%}</span></h3>'
-            f'<table class="side-by-side"><tr><th>{html.escape(p.a)}</th><th>{html.escape(p.b)}</th></tr>'
+            f'<div class="similar" data-a="{_h(p.a)}" data-b="{_h(p.b)}" '
+            f'data-kata="{_h(p.kata)}"><h3><code>{_h(p.kata)}</code>: {_h(p.a)} ↔ '
+            f'{_h(p.b)} · <span class="similarity">{p.similarity:.0%}</span></h3>'
+            f'<table class="side-by-side"><tr><th>{_h(p.a)}</th><th>{_h(p.b)}</th></tr>'
             f"<tr><td>{_side(la, p.lines_a)}</td><td>{_side(lb, p.lines_b)}</td></tr></table></div>"
         )
     return "".join(parts)
