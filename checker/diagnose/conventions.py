@@ -1,0 +1,225 @@
+"""The diagnosis of a file graded in a variant: which conventions does it really follow?
+
+A variant is graded through an adapter (checker/adapter.py): the standard grader and
+diagnosis see the file in the standard frame, so a mistake relative to the variant is named
+as usual. What the standard mutants cannot name is code that is right in *another* variant's
+conventions, the commonest way to fail one: PyTorch's mask polarity kept where the variant's
+masks mean "masked out", (B, H, L, d) kept where the variant is (B, L, H, d), the statement's
+argument names kept where the variant renames them. So, before the engine runs:
+
+1. the file is probed (the kata's diagnosis probes, checker/diagnose/engine.py) through its
+   own variant's adapter; if it matches the reference on every probe, its conventions are
+   not the problem and the engine diagnoses as usual;
+2. else through the adapters of nearby variants, nearest first: each parameter set to each of
+   its other values, then the variant's changed parameters reset to the standard kata's
+   together. The first variant under which the file matches the reference on every probe is
+   the convention it follows: one essential diagnosis per parameter where it differs from the
+   student's variant (`layout-transposed`, `mask-polarity-flipped`, `argument-names-differ`...),
+   in the variant's own words. Layer names are never searched: they are not enforced.
+
+Where no variant explains the file exactly, the engine's own diagnosis stands, and a finding
+whose id is a changed parameter's mistake (e.g. `mask-polarity-flipped` from the standard
+mutant) gets the variant's words instead of the standard kata's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from attnkata.checker import mistakes as cat
+from attnkata.checker import variants as vs
+from attnkata.checker.adapter import Adapted, Conventions
+from attnkata.checker.catalog import Kata
+from attnkata.checker.diagnose.behaviour import differs, flat
+from attnkata.checker.diagnose.engine import CallBudget, _local_observations, load_spec
+from attnkata.checker.diagnose.subjects import Observed, one_thread
+from attnkata.checker.messages import msg
+from attnkata.checker.models import Diagnostic, Result, SourceRef
+from attnkata.checker.proxy import (
+    CandidateCrashed,
+    CandidateExited,
+    CandidateMemory,
+    CandidateTimeout,
+)
+
+MAX_VARIANTS = 24  # nearby variants tried at most
+SEARCH_BUDGET = 2.0  # CPU seconds of the candidate's own, as the engine's probes count them
+# The runner's generic findings that a convention kept from elsewhere explains.
+EXPLAINED = {"exception", "signature-mismatch"}
+
+
+def neighbours(kata: Kata) -> list[dict[str, str]]:
+    """Variants near `kata`'s own, nearest first: one parameter at another value, then the
+    changed parameters reset to the standard kata's together (the standard kata last)."""
+    own = kata.variant_values
+    graded = [p for p in kata.variants if p.kind in vs.MISTAKES]
+    out: list[dict[str, str]] = []
+
+    def add(v: dict[str, str]) -> None:
+        if v != own and v not in out:
+            out.append(v)
+
+    for p in graded:
+        for value in p.values:
+            add({**own, p.name: value})
+    changed = [p for p in graded if own[p.name] != p.default]
+    for r in range(2, len(changed) + 1):
+        for subset in itertools.combinations(changed, r):
+            add({**own, **{p.name: p.default for p in subset}})
+    return out[:MAX_VARIANTS]
+
+
+class _Stop(Exception):
+    """The candidate crashed, hung or ran out of the budget: no further variant is tried."""
+
+
+def _matches(
+    kata: Kata, candidate: Any, variant: dict[str, str], ref: list[Observed], budget: CallBudget
+) -> bool:
+    spec = load_spec(kata.id)
+    assert spec is not None
+    adapted = Adapted(candidate, Conventions(kata, variant))
+    for probe, r in zip(spec.probes, ref, strict=True):
+        if budget.used_up:
+            raise _Stop()
+        c = budget.call(spec.subject.candidate_call, adapted, probe)
+        if isinstance(
+            c.failure, CandidateCrashed | CandidateExited | CandidateTimeout | CandidateMemory
+        ):
+            raise _Stop()
+        n = flat(r)
+        if not r.ok or n is None or differs(c, r, n[1].size).any():
+            return False
+    return True
+
+
+def follows(kata: Kata, candidate: Any) -> dict[str, str] | None:
+    """The nearby variant whose conventions `candidate` (the raw, unadapted handle) follows
+    exactly on every diagnosis probe, where its own variant's do not; None otherwise."""
+    spec = load_spec(kata.id)
+    if spec is None or not kata.variant or candidate.load_error is not None:
+        return None
+    ref, _ = _local_observations(kata.id)
+    saved = candidate.limits
+    budget = CallBudget(SEARCH_BUDGET)
+    try:
+        with one_thread():
+            if _matches(kata, candidate, kata.variant_values, ref, budget):
+                return None
+            for variant in neighbours(kata):
+                if _matches(kata, candidate, variant, ref, budget):
+                    return variant
+    except _Stop:
+        return None
+    finally:
+        candidate.limits = saved
+    return None
+
+
+def _entry_line(kata: Kata, source: str) -> list[SourceRef]:
+    """The candidate's def / class line of its first entry point (where its conventions show)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    lines = source.splitlines()
+    for node in tree.body:
+        if getattr(node, "name", None) in kata.entry_points:
+            return [SourceRef(line=node.lineno, text=lines[node.lineno - 1].strip())]
+    return []
+
+
+def _yours_and_kept(kata: Kata, p: vs.Param, kept: str, lang: str) -> tuple[str, str]:
+    return (
+        vs.sentence(p, kata.variant_values[p.name], lang).rstrip(".。"),
+        vs.sentence(p, kept, lang).rstrip(".。"),
+    )
+
+
+def convention_diagnostics(
+    kata: Kata, followed: dict[str, str], source: str, lang: str
+) -> list[Diagnostic]:
+    """One essential diagnosis per parameter where `followed` differs from `kata`'s variant."""
+    out: list[Diagnostic] = []
+    refs = _entry_line(kata, source)
+    seen: set[str] = set()
+    for p in kata.variants:
+        kept = followed[p.name]
+        if kept == kata.variant_values[p.name] or p.mistake is None:
+            continue
+        m = cat.get(p.mistake)
+        yours, other = _yours_and_kept(kata, p, kept, lang)
+        said = msg("variant.follows", lang, kept=other, yours=yours)
+        if p.mistake in seen:  # two parameters of one kind (a cache layout and x's): one finding
+            next(d for d in out if d.id == p.mistake).evidence.append(said)
+            continue
+        seen.add(p.mistake)
+        out.append(
+            Diagnostic(
+                id=p.mistake,
+                severity="essential",
+                title=m.render("title", lang),
+                explanation=said,
+                fix=msg("variant.fix", lang, yours=yours),
+                evidence=[said],
+                source=list(refs),
+                link=m.link(kata.id, lang),
+                data={
+                    "variant_parameter": p.name,
+                    "variant_value": kata.variant_values[p.name],
+                    "followed": kept,
+                },
+            )
+        )
+    return out
+
+
+def relative(kata: Kata, found: list[Diagnostic], lang: str) -> None:
+    """Findings of the engine whose id is a changed parameter's mistake, in the variant's words
+    (the catalogue's texts state the standard kata's convention)."""
+    for p in kata.variants:
+        own = kata.variant_values[p.name]
+        if own == p.default or p.mistake is None:
+            continue
+        for d in found:
+            if d.id == p.mistake:
+                others = [v for v in p.values if v != own]
+                yours, other = _yours_and_kept(kata, p, others[0], lang)
+                d.explanation = msg("variant.relative", lang, kept=other, yours=yours)
+                d.fix = msg("variant.fix", lang, yours=yours)
+
+
+def diagnose_variant(
+    kata: Kata,
+    path: Path,
+    source: str,
+    result: Result,
+    candidate: Any,
+    graded: Any,
+    lang: str,
+) -> list[Diagnostic]:
+    """The diagnosis of a failing `result` of `kata`'s variant: a convention kept from another
+    variant (certain, alone), else the engine's, in the variant's words. `candidate` is the
+    raw handle, `graded` the adapted one the tests used."""
+    from attnkata.checker.diagnose import diagnose_result
+
+    try:
+        followed = follows(kata, candidate)
+    except Exception:  # a bug here must never cost the candidate their diagnosis
+        import os
+
+        if os.environ.get("ATTNKATA_STRICT_DIAGNOSIS"):
+            raise
+        followed = None
+    if followed is not None:
+        found = convention_diagnostics(kata, followed, source, lang)
+        if found:
+            result.diagnostics[:] = [d for d in result.diagnostics if d.id not in EXPLAINED]
+            return found
+    found = diagnose_result(kata, path, source, result, graded, lang)
+    relative(kata, found, lang)
+    return found
