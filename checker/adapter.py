@@ -20,10 +20,10 @@ diagnosis' convention search, checker/diagnose/conventions.py).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -36,6 +36,11 @@ from attnkata.checker.messages import phrase
 from attnkata.checker.proxy import CandidateFailure, Outcome, RemoteModule
 
 
+class NotExpressible(Exception):
+    """Standard code's output that the variant's convention cannot express (a (B, 1, S, 1)
+    mask where the variant returns (B, S)): that mistake does not exist in the variant."""
+
+
 class ConventionMismatch(CandidateFailure):
     """An output that cannot be in the variant's convention (e.g. a (B, 1, 1, S) mask where
     the variant returns (B, S)): the test fails, as on a wrong value."""
@@ -43,16 +48,15 @@ class ConventionMismatch(CandidateFailure):
     status = "fail"
 
 
-@dataclass
-class _Call:
-    """What one call's conversion must remember for its outputs: which layout arguments
-    were 2-D (L, d) and lifted to the variant's (L, 1, d)."""
-
-    lifted: set[int] = field(default_factory=set)  # positions (or -1 for keyword arguments)
-
-    @property
-    def any_lifted(self) -> bool:
-        return bool(self.lifted)
+@functools.lru_cache(maxsize=256)
+def _parameter_names(obj: Any, init: bool) -> list[str]:
+    if isinstance(obj, type):
+        obj = obj.__init__ if init else obj.forward
+    try:
+        params = list(inspect.signature(obj).parameters) if obj is not None else []
+    except (TypeError, ValueError):
+        params = []
+    return [n for n in params if n != "self"]
 
 
 def _is_array(v: Any) -> bool:
@@ -120,14 +124,7 @@ class Conventions:
         """The standard parameter names of `entry` (a class: its forward, or its __init__)."""
         k = (entry, init)
         if k not in self._names:
-            obj = getattr(self.reference, entry, None)
-            if isinstance(obj, type):
-                obj = obj.__init__ if init else obj.forward
-            try:
-                params = list(inspect.signature(obj).parameters) if obj is not None else []
-            except (TypeError, ValueError):
-                params = []
-            self._names[k] = [n for n in params if n != "self"]
+            self._names[k] = _parameter_names(getattr(self.reference, entry, None), init)
         return self._names[k]
 
     def _params_of(self, name: str) -> list[vs.Param]:
@@ -143,35 +140,15 @@ class Conventions:
         return out
 
     # -- one value ---------------------------------------------------------------------------
-    def _arg_to_variant(self, p: vs.Param, v: Any, call: _Call, where: int) -> Any:
-        if p.kind == "layout":
-
-            def lift(t: Any) -> Any:
-                if t.ndim >= 3:
-                    return _swap(t, -3, -2)
-                if t.ndim == 2:  # (L, d): no heads axis; the variant's (..., L, H, d) has one
-                    call.lifted.add(where)
-                    return (
-                        np.expand_dims(t, -2).copy()
-                        if isinstance(t, np.ndarray)
-                        else t.unsqueeze(-2).contiguous()
-                    )
-                return t
-
-            return _each(v, lift)
-        if p.kind == "sequence-first":
-            return _each(v, lambda t: _swap(t, 0, 1) if t.ndim == 3 else t)
-        return self._scalar(p, v)
-
-    def _arg_to_standard(self, p: vs.Param, v: Any) -> Any:
+    @staticmethod
+    def _value(p: vs.Param, v: Any) -> Any:
+        """An input of `p`'s arguments in the other convention. Every transform is its own
+        inverse: a transpose, a logical not, 1 / x, `not`. A 2-D (L, d) input has no heads
+        axis to move and stays as it is."""
         if p.kind == "layout":
             return _each(v, lambda t: _swap(t, -3, -2) if t.ndim >= 3 else t)
         if p.kind == "sequence-first":
             return _each(v, lambda t: _swap(t, 0, 1) if t.ndim == 3 else t)
-        return self._scalar(p, v)
-
-    @staticmethod
-    def _scalar(p: vs.Param, v: Any) -> Any:
         if p.kind == "polarity":
             return _each(v, _invert)
         if p.kind == "scale" and isinstance(v, int | float) and not isinstance(v, bool) and v:
@@ -180,16 +157,10 @@ class Conventions:
             return not v
         return v
 
-    def _out_to_standard(self, p: vs.Param, v: Any, call: _Call, entry: str) -> Any:
-        if p.kind == "layout":
-            if call.any_lifted:
-                return _each(v, lambda t: t.squeeze(-2) if t.ndim >= 3 and t.shape[-2] == 1 else t)
-            return _each(v, lambda t: _swap(t, -3, -2) if t.ndim >= 3 else t)
-        if p.kind == "sequence-first":
-            return _each(v, lambda t: _swap(t, 0, 1) if t.ndim == 3 else t)
-        if p.kind == "polarity":
-            return _each(v, _invert)
-        if p.kind == "mask-shape" and _is_array(v):
+    def _out_to_standard(self, p: vs.Param, v: Any, entry: str) -> Any:
+        if p.kind == "mask-shape":
+            if not _is_array(v):
+                return v
             if v.ndim != 2:
                 raise ConventionMismatch(
                     phrase(
@@ -197,104 +168,91 @@ class Conventions:
                     )
                 )
             return v[:, None, None, :]
-        return v
+        return self._value(p, v)
 
     def _out_to_variant(self, p: vs.Param, v: Any) -> Any:
-        if p.kind == "layout":
-            return _each(v, lambda t: _swap(t, -3, -2) if t.ndim >= 3 else t)
-        if p.kind == "sequence-first":
-            return _each(v, lambda t: _swap(t, 0, 1) if t.ndim == 3 else t)
-        if p.kind == "polarity":
-            return _each(v, _invert)
-        if p.kind == "mask-shape" and _is_array(v) and v.ndim == 4:
+        if p.kind == "mask-shape" and _is_array(v):
+            if v.ndim != 4 or v.shape[1] != 1 or v.shape[2] != 1:
+                raise NotExpressible(f"a {tuple(v.shape)} mask has no (B, S) form")
             return v.reshape(v.shape[0], v.shape[-1])
-        return v
+        return self._value(p, v)
+
+    def _convert(self, entry: str, value: Any, one: Callable[[vs.Param, Any], Any]) -> Any:
+        """`one` on the parts of an output that the variant's parameters change."""
+        for index, p in self._returns(entry):
+            if index is None:
+                value = one(p, value)
+            elif isinstance(value, tuple | list) and index < len(value):
+                parts = list(value)
+                parts[index] = one(p, parts[index])
+                value = type(value)(parts)
+        return value
+
+    def _inputs(
+        self,
+        entry: str,
+        args: tuple,
+        kwargs: Mapping[str, Any] | None,
+        init: bool,
+        names: dict[str, str],
+    ) -> tuple[tuple, dict[str, Any]]:
+        """Arguments in the other convention; keywords renamed by `names`."""
+        if self.standard:
+            return tuple(args), dict(kwargs or {})
+        params = self.names(entry, init)
+        out_args = []
+        for i, v in enumerate(args):
+            for p in [] if init or i >= len(params) else self._params_of(params[i]):
+                v = self._value(p, v)
+            out_args.append(v)
+        out_kwargs = {}
+        for k, v in (kwargs or {}).items():
+            if names is self.back and k in self.renames and k not in self.back:
+                # Code written in the variant's names has no parameter of the standard name.
+                raise TypeError(f"{entry}() got an unexpected keyword argument {k!r}")
+            std = self.back.get(k, k) if names is self.back else k  # the standard name
+            for p in [] if init else self._params_of(std):
+                v = self._value(p, v)
+            out_kwargs[names.get(k, k)] = v
+        return tuple(out_args), out_kwargs
 
     # -- calls: the standard frame -> the candidate's (the adapter around a candidate) -----
     def to_variant(
         self, entry: str, args: tuple, kwargs: Mapping[str, Any] | None, *, init: bool = False
-    ) -> tuple[tuple, dict[str, Any], _Call]:
-        call = _Call()
-        if self.standard:
-            return tuple(args), dict(kwargs or {}), call
-        names = self.names(entry, init)
-        out_args = []
-        for i, v in enumerate(args):
-            name = names[i] if i < len(names) else ""
-            for p in [] if init else self._params_of(name):
-                v = self._arg_to_variant(p, v, call, i)
-            out_args.append(v)
-        out_kwargs = {}
-        for k, v in (kwargs or {}).items():
-            for p in [] if init else self._params_of(k):
-                v = self._arg_to_variant(p, v, call, -1)
-            out_kwargs[self.renames.get(k, k)] = v
-        return tuple(out_args), out_kwargs, call
+    ) -> tuple[tuple, dict[str, Any]]:
+        return self._inputs(entry, args, kwargs, init, self.renames)
 
-    def output_to_standard(self, entry: str, value: Any, call: _Call) -> Any:
-        for index, p in self._returns(entry):
-            if index is None:
-                value = self._out_to_standard(p, value, call, entry)
-            elif isinstance(value, tuple | list) and index < len(value):
-                parts = list(value)
-                parts[index] = self._out_to_standard(p, parts[index], call, entry)
-                value = type(value)(parts)
-        return value
+    def output_to_standard(self, entry: str, value: Any) -> Any:
+        return self._convert(entry, value, lambda p, v: self._out_to_standard(p, v, entry))
 
-    def grads_to_standard(self, entry: str, grads: Any, wrt: tuple[int, ...], call: _Call) -> Any:
+    def grads_to_standard(self, entry: str, grads: Any, wrt: tuple[int, ...]) -> Any:
+        """Gradients w.r.t. the arguments at `wrt`, from the variant's layout to the standard."""
         if not isinstance(grads, tuple | list):
             return grads
         names = self.names(entry)
         out = []
         for pos, g in zip(wrt, grads, strict=False):
-            name = names[pos] if pos < len(names) else ""
-            for p in self._params_of(name):
-                if p.kind == "layout" and pos in call.lifted:
-                    g = _each(g, lambda t: t.squeeze(-2) if t.ndim >= 3 else t)
-                elif p.kind in ("layout", "sequence-first"):
-                    g = self._arg_to_standard(p, g)
+            for p in self._params_of(names[pos]) if pos < len(names) else []:
+                if p.kind in ("layout", "sequence-first"):
+                    g = self._value(p, g)
             out.append(g)
         return tuple(out)
 
-    def grad_output_to_variant(self, entry: str, g: Any, call: _Call) -> Any:
+    def grad_output_to_variant(self, entry: str, g: Any) -> Any:
+        """The gradient of the loss w.r.t. the output (its first part, for a tuple)."""
         for index, p in self._returns(entry):
             if index in (None, 0) and p.kind in ("layout", "sequence-first"):
-                if p.kind == "layout" and call.any_lifted:
-                    g = _each(g, lambda t: t.unsqueeze(-2).contiguous())
-                else:
-                    g = self._out_to_variant(p, g)
+                g = self._value(p, g)
         return g
 
     # -- calls: the variant's frame -> the standard (standard code in a variant's clothes) --
     def to_standard(
         self, entry: str, args: tuple, kwargs: Mapping[str, Any] | None, *, init: bool = False
     ) -> tuple[tuple, dict[str, Any]]:
-        if self.standard:
-            return tuple(args), dict(kwargs or {})
-        names = self.names(entry, init)
-        out_args = []
-        for i, v in enumerate(args):
-            name = names[i] if i < len(names) else ""
-            for p in [] if init else self._params_of(name):
-                v = self._arg_to_standard(p, v)
-            out_args.append(v)
-        out_kwargs = {}
-        for k, v in (kwargs or {}).items():
-            std = self.back.get(k, k)
-            for p in [] if init else self._params_of(std):
-                v = self._arg_to_standard(p, v)
-            out_kwargs[std] = v
-        return tuple(out_args), out_kwargs
+        return self._inputs(entry, args, kwargs, init, self.back)
 
     def output_to_variant(self, entry: str, value: Any) -> Any:
-        for index, p in self._returns(entry):
-            if index is None:
-                value = self._out_to_variant(p, value)
-            elif isinstance(value, tuple | list) and index < len(value):
-                parts = list(value)
-                parts[index] = self._out_to_variant(p, parts[index])
-                value = type(value)(parts)
-        return value
+        return self._convert(entry, value, self._out_to_variant)
 
     # -- modules' layers ---------------------------------------------------------------------
     def layer_names(self, structure: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -359,11 +317,11 @@ class Adapted:
     def has(self, name: str) -> bool:
         return self.inner.has(name)
 
-    def _outcome(self, name: str, out: Outcome, call: _Call, wrt: tuple[int, ...]) -> Outcome:
+    def _outcome(self, name: str, out: Outcome, wrt: tuple[int, ...]) -> Outcome:
         conv = self.conventions
-        out.value = conv.output_to_standard(name, out.value, call)
+        out.value = conv.output_to_standard(name, out.value)
         if wrt and out.grads is not None:
-            out.grads = conv.grads_to_standard(name, out.grads, wrt, call)
+            out.grads = conv.grads_to_standard(name, out.grads, wrt)
         return out
 
     def call(
@@ -377,8 +335,8 @@ class Adapted:
         memory_mb: int | None = None,
     ) -> Outcome:
         if memory_mb is not None:
-            a, k, call = self.conventions.to_variant(name, args, kwargs)
-            return self._outcome(name, self.inner.call(name, a, k, memory_mb=memory_mb), call, ())
+            a, k = self.conventions.to_variant(name, args, kwargs)
+            return self._outcome(name, self.inner.call(name, a, k, memory_mb=memory_mb), ())
         with self.submit(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output) as pending:
             pass
         return pending.result()
@@ -393,10 +351,10 @@ class Adapted:
         grad_output: Any = None,
     ) -> _Pending:
         conv = self.conventions
-        a, k, call = conv.to_variant(name, args, kwargs)
-        g = conv.grad_output_to_variant(name, grad_output, call) if grad_wrt else grad_output
+        a, k = conv.to_variant(name, args, kwargs)
+        g = conv.grad_output_to_variant(name, grad_output) if grad_wrt else grad_output
         inner = self.inner.submit(name, a, k, grad_wrt=grad_wrt, grad_output=g)
-        return _Pending(inner, lambda out: self._outcome(name, out, call, grad_wrt))
+        return _Pending(inner, lambda out: self._outcome(name, out, grad_wrt))
 
     def new(
         self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None
@@ -408,7 +366,7 @@ class Adapted:
     def new_later(
         self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None
     ) -> _Pending:
-        a, k, _ = self.conventions.to_variant(name, args, kwargs, init=True)
+        a, k = self.conventions.to_variant(name, args, kwargs, init=True)
         inner = self.inner.new_later(name, a, k, dtype)
         return _Pending(inner, lambda module: AdaptedModule(module, self))
 
@@ -483,10 +441,10 @@ class AdaptedModule(RemoteModule):
                 ),
                 lambda out: out,
             )
-        a, k, call = conv.to_variant(entry, args, kwargs)
-        g = conv.grad_output_to_variant(entry, grad_output, call) if grad_wrt else grad_output
+        a, k = conv.to_variant(entry, args, kwargs)
+        g = conv.grad_output_to_variant(entry, grad_output) if grad_wrt else grad_output
         inner = self.inner.submit(a, k, grad_wrt=grad_wrt, grad_output=g)
-        return _Pending(inner, lambda out: self.owner._outcome(entry, out, call, grad_wrt))
+        return _Pending(inner, lambda out: self.owner._outcome(entry, out, grad_wrt))
 
 
 def conventions_of(kata: Kata) -> Conventions | None:

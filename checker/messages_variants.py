@@ -29,11 +29,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "variant.layout.blhd": (
         "Layout of {args} (and of the output {returns}): positions before heads, (B, L, H, d) — "
         "flash-attn's layout. Where the statement writes (..., L, d), yours is (..., L, H, d): the "
-        "sequence axis comes before the last leading axis, and an input without one arrives as "
-        "(L, 1, d). Masks keep their (..., L, S) layout.",
+        "sequence axis comes before the last leading axis; a 2-D (L, d) input has no such axis and "
+        "stays (L, d). Masks keep their (..., L, S) layout.",
         "{args}（以及输出 {returns}）的布局：位置在头之前，(B, L, H, d)——flash-attn 的布局。题面写 "
-        "(..., L, d) 的地方，你的是 (..., L, H, d)：序列轴在最后一个前置轴之前；没有前置轴的输入会以 "
-        "(L, 1, d) 的形式传入。mask 保持 (..., L, S) 布局。",
+        "(..., L, d) 的地方，你的是 (..., L, H, d)：序列轴在最后一个前置轴之前；二维的 (L, d) 输入没有"
+        "这样的轴，保持 (L, d) 不变。mask 保持 (..., L, S) 布局。",
     ),
     "variant.sequence-first.batch-first": (
         "{args} are batch-first: (B, L, ...).",

@@ -154,11 +154,15 @@ def _is_tuple(arg: ast.arg) -> bool:
 class _Codegen:
     """Expressions converting one value between the variant's convention and the standard."""
 
-    def __init__(self, numpy: bool) -> None:
+    def __init__(self, numpy: bool, any_rank: bool) -> None:
         self.numpy = numpy
+        self.any_rank = any_rank  # (..., L, d) inputs: a 2-D one has no heads axis to move
 
     def transpose(self, expr: str, axes: str) -> str:
-        return f"np.swapaxes({expr}, {axes})" if self.numpy else f"{expr}.transpose({axes})"
+        moved = f"np.swapaxes({expr}, {axes})" if self.numpy else f"{expr}.transpose({axes})"
+        if self.any_rank and axes == "-3, -2":
+            return f"({moved} if {expr}.ndim >= 3 else {expr})"
+        return moved
 
     def convert(
         self, p: vs.Param, value: str, expr: str, *, tuple_: bool, to_standard: bool
@@ -327,7 +331,7 @@ def reference_source(kata: Kata, variant: Mapping[str, str] | None = None) -> st
         return source
     for old, new in pl.layers().items():
         source = re.sub(rf"\b{re.escape(old)}\b", new, source)
-    gen = _Codegen(_is_numpy(source))
+    gen = _Codegen(_is_numpy(source), "(..., L, d)" in source)
     lines = source.splitlines()
     tree = ast.parse(source)
     replaced: list[tuple[int, int, list[str]]] = []  # (first, last) 0-based line spans

@@ -24,6 +24,7 @@ mutant) gets the variant's words instead of the standard kata's.
 
 from __future__ import annotations
 
+import ast
 import itertools
 from pathlib import Path
 from typing import Any
@@ -50,25 +51,76 @@ SEARCH_BUDGET = 2.0  # CPU seconds of the candidate's own, as the engine's probe
 EXPLAINED = {"exception", "signature-mismatch"}
 
 
-def neighbours(kata: Kata) -> list[dict[str, str]]:
-    """Variants near `kata`'s own, nearest first: one parameter at another value, then the
-    changed parameters reset to the standard kata's together (the standard kata last)."""
+def neighbours(kata: Kata, centre: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """Variants near `centre` (the kata's own variant by default), nearest first: one
+    parameter at another value, then the parameters where `centre` differs from the standard
+    kata reset together (the standard kata last). Never `kata`'s own variant or `centre`."""
     own = kata.variant_values
+    centre = centre or own
     graded = [p for p in kata.variants if p.kind in vs.MISTAKES]
     out: list[dict[str, str]] = []
 
     def add(v: dict[str, str]) -> None:
-        if v != own and v not in out:
+        if v not in (own, centre) and v not in out:
             out.append(v)
 
     for p in graded:
         for value in p.values:
-            add({**own, p.name: value})
-    changed = [p for p in graded if own[p.name] != p.default]
+            add({**centre, p.name: value})
+    changed = [p for p in graded if centre[p.name] != p.default]
     for r in range(2, len(changed) + 1):
         for subset in itertools.combinations(changed, r):
-            add({**own, **{p.name: p.default for p in subset}})
+            add({**centre, **{p.name: p.default for p in subset}})
     return out[:MAX_VARIANTS]
+
+
+def _parameters(source: str, entry_points: tuple[str, ...]) -> set[str] | None:
+    """Every parameter name of the entry points in `source` (a class's __init__ and forward)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    found: set[str] = set()
+    for node in tree.body:
+        if getattr(node, "name", None) not in entry_points:
+            continue
+        fns = [node] if isinstance(node, ast.FunctionDef) else []
+        if isinstance(node, ast.ClassDef):
+            fns = [
+                n
+                for n in node.body
+                if isinstance(n, ast.FunctionDef) and n.name in ("__init__", "forward")
+            ]
+        for fn in fns:
+            a = fn.args
+            found |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} - {"self"}
+    return found
+
+
+def names_followed(kata: Kata, source: str) -> dict[str, str]:
+    """{parameter: value} of the renaming parameters (argument names, a scale that is a
+    temperature, an inverted flag) whose names the source's signatures use, where exactly
+    one value fits: read from the code itself, certain, and invisible to probes that pass
+    those arguments by position."""
+    have = _parameters(source, kata.entry_points)
+    if not have:
+        return {}
+    out = {}
+    for p in kata.variants:
+        if p.kind not in ("names", "scale", "flag"):
+            continue
+        touched = {a for value in p.values for a in p.rename_map(value)}
+        if not touched:
+            continue
+
+        def fits(value: str, p: vs.Param = p, touched: set[str] = touched) -> bool:
+            mapping = p.rename_map(value)
+            return {mapping.get(a, a) for a in touched} <= have
+
+        fitting = [v for v in p.values if fits(v)]
+        if len(fitting) == 1:
+            out[p.name] = fitting[0]
+    return out
 
 
 class _Stop(Exception):
@@ -95,20 +147,25 @@ def _matches(
     return True
 
 
-def follows(kata: Kata, candidate: Any) -> dict[str, str] | None:
+def follows(kata: Kata, candidate: Any, source: str | None = None) -> dict[str, str] | None:
     """The nearby variant whose conventions `candidate` (the raw, unadapted handle) follows
-    exactly on every diagnosis probe, where its own variant's do not; None otherwise."""
+    exactly on every diagnosis probe, where its own variant's do not; None otherwise. With
+    `source`, names that the signatures show are taken as they are."""
     spec = load_spec(kata.id)
     if spec is None or not kata.variant or candidate.load_error is not None:
         return None
+    own = kata.variant_values
+    centre = {**own, **(names_followed(kata, source) if source else {})}
     ref, _ = _local_observations(kata.id)
     saved = candidate.limits
     budget = CallBudget(SEARCH_BUDGET)
     try:
         with one_thread():
-            if _matches(kata, candidate, kata.variant_values, ref, budget):
-                return None
-            for variant in neighbours(kata):
+            if _matches(kata, candidate, centre, ref, budget):
+                return None if centre == own else centre
+            for variant in neighbours(kata, centre):
+                if any(variant[n] != v for n, v in centre.items() if v != own[n]):
+                    continue  # keep what the source shows
                 if _matches(kata, candidate, variant, ref, budget):
                     return variant
     except _Stop:
@@ -208,7 +265,7 @@ def diagnose_variant(
     from attnkata.checker.diagnose import diagnose_result
 
     try:
-        followed = follows(kata, candidate)
+        followed = follows(kata, candidate, source)
     except Exception:  # a bug here must never cost the candidate their diagnosis
         import os
 
@@ -222,4 +279,9 @@ def diagnose_variant(
             return found
     found = diagnose_result(kata, path, source, result, graded, lang)
     relative(kata, found, lang)
+    # Names the signatures show are certain even where another mistake hides the rest.
+    shown = {**kata.variant_values, **names_followed(kata, source)}
+    if shown != kata.variant_values:
+        named = convention_diagnostics(kata, shown, source, lang)
+        found = named + [d for d in found if d.id not in {n.id for n in named}]
     return found
