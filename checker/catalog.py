@@ -153,7 +153,10 @@ def _variant_skeleton(kata: Kata) -> Path:
 
     text = variant_text.skeleton(kata)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    for root in (data_dir() / "cache" / "variants", Path(tempfile.gettempdir()) / "attnkata-variants"):
+    for root in (
+        data_dir() / "cache" / "variants",
+        Path(tempfile.gettempdir()) / "attnkata-variants",
+    ):
         path = root / kata.id / digest / "skeleton.py"
         try:
             if not path.is_file() or path.read_text(encoding="utf-8") != text:

@@ -110,9 +110,16 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     # The diagnosis of a convention kept from elsewhere (checker/diagnose/conventions.py).
     "variant.follows": (
-        "Read in another convention, your code matches the reference on every diagnosis probe: "
-        "{kept}. Your variant's convention is different: {yours}.",
-        "按另一种约定来读，你的代码在所有诊断探针上都与参考实现一致：{kept}。而你的变体的约定是：{yours}。",
+        "Your code follows another convention: {kept}. Your variant's is: {yours}.",
+        "你的代码遵循的是另一种约定：{kept}。而你的变体的约定是：{yours}。",
+    ),
+    "variant.follows_evidence": (
+        "Read in that convention, your code matches the reference on all {n} diagnosis probes.",
+        "按那种约定来读，你的代码在全部 {n} 个诊断探针上都与参考实现一致。",
+    ),
+    "variant.names_evidence": (
+        "Your signature has the parameter names of that convention.",
+        "你的签名使用的是那种约定的参数名。",
     ),
     "variant.relative": (
         "Your code behaves as in another convention: {kept}. Your variant's is: {yours}.",
@@ -127,10 +134,19 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "graded in this variant's conventions; test messages quote shapes in the standard kata's layout",
         "按本变体的约定评测；测试信息中的形状按标准题目的布局给出",
     ),
+    "variant.readme": (
+        "**This set is handed out in per-student variants.** Your folder is `<your-id>/` (your "
+        "student id): your own statements (their first section states your conventions), the "
+        "files to complete with your names and signatures, and sample tests in your conventions. "
+        "Work in that folder and hand in its files; they are graded in your conventions.",
+        "**本题集按学生分发不同变体。** 你的文件夹是 `<你的学号>/`：里面有你自己的题面（第一节写明你的约定）、"
+        "带有你的参数名和签名的待完成文件，以及按你的约定编写的样例测试。请在这个文件夹里作答并提交其中的文件；"
+        "评测按你的约定进行。",
+    ),
     # kata start / check / solution for one candidate
     "variant.started": (
-        "Variant {key} of {kata}: your conventions are in `kata show {kata}` (its first section).",
-        "{kata} 的变体 {key}：你的约定见 `kata show {kata}`（第一节）。",
+        "Variant {name} of {kata}: your conventions are in `kata show {kata}` (its first section).",
+        "{kata} 的变体 {name}：你的约定见 `kata show {kata}`（第一节）。",
     ),
     "variant.unknown": (
         "{kata} was not started in a variant; use `kata start {kata} --variant random`",

@@ -27,10 +27,13 @@ _HEADS_FIRST = re.compile(r"\((B|\.\.\.), (H|Hkv), ([^,()]+), (dv|d)\)")
 _NO_HEADS = re.compile(r"\(\.\.\., (L|S), (dv|d)\)")
 _BATCH_FIRST = re.compile(r"\(B, ([^,()]+), (D|kv_lora_rank \+ rope)\)")
 _POLARITY = (
+    ('mean "may attend"', 'mean "masked out"'),
     ("True = this query may attend this key", "True = this key is masked out for this query"),
     ("True = this query may attend", "True = masked out for this query"),
     ("True = this query may look at this key", "True = this key is hidden from this query"),
     ("True = may attend", "True = masked out"),
+    ("`True` = may attend", "`True` = masked out"),
+    ("`True` = real token", "`True` = padding"),
     ("True = a real token, False = padding", "True = padding, False = a real token"),
     ("True = real token", "True = padding"),
     ("True where key index < lengths[b]", "True where key index >= lengths[b] (padding)"),
@@ -54,8 +57,17 @@ def _polarity(text: str) -> str:
 
 
 def _rename_words(text: str, mapping: Mapping[str, str]) -> str:
-    """`name` -> `new` where the text names an argument: in backticks or as "name:" at the
-    start of a docstring line (Args sections); other words are left alone."""
+    """`name` -> `new` where the text names an argument: in backticks, in a call written in
+    backticks (`f(q, k, mask=None)`), or as "name:" at the start of a docstring line (Args
+    sections); other words are left alone."""
+
+    def in_call(m: re.Match[str]) -> str:
+        span = m.group(0)
+        for old, new in mapping.items():
+            span = re.sub(rf"(?<![\w.]){re.escape(old)}\b", new, span)
+        return span
+
+    text = re.sub(r"`\w+\([^`]*\)`", in_call, text)
     for old, new in mapping.items():
         text = re.sub(rf"`{re.escape(old)}`", f"`{new}`", text)
         if "_" in old:  # attn_mask, is_causal...: a bare mention is the argument too
@@ -102,6 +114,7 @@ class Plan:
             elif p.kind == "mask-shape":
                 text = text.replace("(B, 1, 1, S)", "(B, S)")
             elif p.kind == "scale":
+                text = text.replace("`None` means `1 / sqrt(d)`", "`None` means `sqrt(d)`")
                 text = text.replace(
                     "multiplies the scores; None means 1 / sqrt(d)",
                     "divides the scores; None means sqrt(d)",

@@ -207,18 +207,29 @@ def every(params: tuple[Param, ...]) -> list[Variant]:
     ]
 
 
-def draw(params: tuple[Param, ...], secret: str, who: str, kata_id: str) -> Variant:
-    """The variant of `who` (a student id), decided by the secret alone: the same secret and
-    id give the same variant again, whoever else is on the roster."""
-    if not params:
-        return {}
-    digest = hashlib.sha256(f"attnkata-variant\0{secret}\0{kata_id}\0{who}".encode()).digest()
-    n = int.from_bytes(digest[:16], "big")
-    out: Variant = {}
-    for p in params:
-        n, i = divmod(n, len(p.values))
-        out[p.name] = p.values[i]
-    return out
+def _rank(*parts: str) -> int:
+    return int.from_bytes(
+        hashlib.sha256("\0".join(("attnkata-variant", *parts)).encode()).digest()[:16], "big"
+    )
+
+
+def ordering(params: tuple[Param, ...], secret: str, kata_id: str) -> list[Variant]:
+    """Every variant but the standard kata, in an order only the secret decides: a class's
+    pool of variants is the first few of them that pass their checks."""
+    return sorted(every(params)[1:], key=lambda v: _rank(secret, kata_id, key(params, v)))
+
+
+def pick(pool: list[Variant], secret: str, kata_id: str, who: str) -> Variant:
+    """The variant of student `who` among `pool`, decided by the secret and the id alone:
+    the same secret and id give the same variant again, whoever else is on the roster."""
+    return dict(pool[_rank(secret, kata_id, who) % len(pool)]) if pool else {}
+
+
+def seeded_draw(params: tuple[Param, ...], seed: int, kata_id: str) -> Variant:
+    """A variant (never the standard kata, when there is another) that `seed` decides: a mock
+    interview's, reproducible with its seed."""
+    order = ordering(params, f"mock-{seed}", kata_id)
+    return complete(params, order[0]) if order else complete(params, {})
 
 
 def random_draw(params: tuple[Param, ...], kata_id: str) -> Variant:

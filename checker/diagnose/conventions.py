@@ -127,13 +127,20 @@ class _Stop(Exception):
     """The candidate crashed, hung or ran out of the budget: no further variant is tried."""
 
 
-def _matches(
-    kata: Kata, candidate: Any, variant: dict[str, str], ref: list[Observed], budget: CallBudget
-) -> bool:
+def observe(
+    kata: Kata,
+    candidate: Any,
+    variant: dict[str, str],
+    budget: CallBudget,
+    until: list[Observed] | None = None,
+) -> list[Observed] | None:
+    """The candidate's observations on the diagnosis probes through `variant`'s adapter;
+    with `until` (the reference's), None at the first probe that differs from it."""
     spec = load_spec(kata.id)
     assert spec is not None
     adapted = Adapted(candidate, Conventions(kata, variant))
-    for probe, r in zip(spec.probes, ref, strict=True):
+    out = []
+    for i, probe in enumerate(spec.probes):
         if budget.used_up:
             raise _Stop()
         c = budget.call(spec.subject.candidate_call, adapted, probe)
@@ -141,16 +148,33 @@ def _matches(
             c.failure, CandidateCrashed | CandidateExited | CandidateTimeout | CandidateMemory
         ):
             raise _Stop()
-        n = flat(r)
-        if not r.ok or n is None or differs(c, r, n[1].size).any():
-            return False
-    return True
+        if until is not None and not _same(c, until[i]):
+            return None
+        out.append(c)
+    return out
+
+
+def _same(a: Observed, b: Observed) -> bool:
+    n = flat(b)
+    return (b.ok or not a.ok) and not differs(a, b, n[1].size if n is not None else 0).any()
+
+
+def exact_mistake(kata: Kata, obs: list[Observed]) -> str | None:
+    """The catalogued mistake one of whose spellings `obs` reproduces on every probe: the
+    engine names that one (a convention kept from elsewhere that is also a catalogued
+    mistake, a (B, S) padding mask say, is diagnosed as the catalogue knows it)."""
+    _, muts = _local_observations(kata.id)
+    for mid, spellings in muts.items():
+        if any(all(_same(c, m) for c, m in zip(obs, outs, strict=True)) for outs in spellings):
+            return mid
+    return None
 
 
 def follows(kata: Kata, candidate: Any, source: str | None = None) -> dict[str, str] | None:
     """The nearby variant whose conventions `candidate` (the raw, unadapted handle) follows
-    exactly on every diagnosis probe, where its own variant's do not; None otherwise. With
-    `source`, names that the signatures show are taken as they are."""
+    exactly on every diagnosis probe, where its own variant's do not and where no catalogued
+    mistake explains it exactly; None otherwise. With `source`, names that the signatures
+    show are taken as they are."""
     spec = load_spec(kata.id)
     if spec is None or not kata.variant or candidate.load_error is not None:
         return None
@@ -161,12 +185,16 @@ def follows(kata: Kata, candidate: Any, source: str | None = None) -> dict[str, 
     budget = CallBudget(SEARCH_BUDGET)
     try:
         with one_thread():
-            if _matches(kata, candidate, centre, ref, budget):
+            mine = observe(kata, candidate, centre, budget)
+            assert mine is not None
+            if all(_same(c, r) for c, r in zip(mine, ref, strict=True)):
                 return None if centre == own else centre
+            if centre == own and exact_mistake(kata, mine) is not None:
+                return None
             for variant in neighbours(kata, centre):
                 if any(variant[n] != v for n, v in centre.items() if v != own[n]):
                     continue  # keep what the source shows
-                if _matches(kata, candidate, variant, ref, budget):
+                if observe(kata, candidate, variant, budget, until=ref) is not None:
                     return variant
     except _Stop:
         return None
@@ -198,9 +226,17 @@ def _yours_and_kept(kata: Kata, p: vs.Param, kept: str, lang: str) -> tuple[str,
 
 
 def convention_diagnostics(
-    kata: Kata, followed: dict[str, str], source: str, lang: str
+    kata: Kata, followed: dict[str, str], source: str, lang: str, by_names: bool = False
 ) -> list[Diagnostic]:
-    """One essential diagnosis per parameter where `followed` differs from `kata`'s variant."""
+    """One essential diagnosis per parameter where `followed` differs from `kata`'s variant
+    (`by_names`: read from the signatures alone, not from the probes)."""
+    spec = load_spec(kata.id)
+    n = len(spec.probes) if spec is not None else 0
+    evidence = (
+        msg("variant.names_evidence", lang)
+        if by_names
+        else msg("variant.follows_evidence", lang, n=n)
+    )
     out: list[Diagnostic] = []
     refs = _entry_line(kata, source)
     seen: set[str] = set()
@@ -212,7 +248,7 @@ def convention_diagnostics(
         yours, other = _yours_and_kept(kata, p, kept, lang)
         said = msg("variant.follows", lang, kept=other, yours=yours)
         if p.mistake in seen:  # two parameters of one kind (a cache layout and x's): one finding
-            next(d for d in out if d.id == p.mistake).evidence.append(said)
+            next(d for d in out if d.id == p.mistake).explanation += " " + said
             continue
         seen.add(p.mistake)
         out.append(
@@ -222,7 +258,7 @@ def convention_diagnostics(
                 title=m.render("title", lang),
                 explanation=said,
                 fix=msg("variant.fix", lang, yours=yours),
-                evidence=[said],
+                evidence=[evidence],
                 source=list(refs),
                 link=m.link(kata.id, lang),
                 data={
@@ -282,6 +318,6 @@ def diagnose_variant(
     # Names the signatures show are certain even where another mistake hides the rest.
     shown = {**kata.variant_values, **names_followed(kata, source)}
     if shown != kata.variant_values:
-        named = convention_diagnostics(kata, shown, source, lang)
+        named = convention_diagnostics(kata, shown, source, lang, by_names=True)
         found = named + [d for d in found if d.id not in {n.id for n in named}]
     return found

@@ -40,7 +40,8 @@ from attnkata.checker.adapter import Adapted, Conventions, NotExpressible, varia
 from attnkata.checker.catalog import Kata
 from attnkata.checker.diagnose import engine
 from attnkata.checker.diagnose.behaviour import differs, flat
-from attnkata.checker.diagnose.conventions import follows, neighbours
+from attnkata.checker.diagnose.conventions import exact_mistake, follows, neighbours, observe
+from attnkata.checker.diagnose.engine import CallBudget
 from attnkata.checker.diagnose.subjects import one_thread
 from attnkata.checker.local import LocalCandidate
 from attnkata.checker.models import PASS, SKIP
@@ -89,6 +90,13 @@ def _grade(kata: Kata, candidate: Any, first_failure: bool = False) -> list[Any]
 
 def _failing(kata: Kata, results: list[Any]) -> list[str]:
     return [r.id for r in results if r.tier in kata.required_tiers and r.status not in (PASS, SKIP)]
+
+
+def _catalogued(kata: Kata, code: Any) -> str | None:
+    """The catalogued mistake that `code`, graded in `kata`'s variant, reproduces exactly."""
+    budget = CallBudget(float("inf"))
+    obs = observe(kata, code, kata.variant_values, budget)
+    return exact_mistake(kata, obs) if obs is not None else None
 
 
 def _same_on_probes(kata: Kata, candidate: Any, standard: list[Any]) -> tuple[list[str], bool]:
@@ -166,14 +174,13 @@ def _check(kata: Kata) -> VariantCheck:
                         "the standard kata"
                     )
             kept = follows(kata, code)
-            if kept is not None:
+            if kept is not None:  # (None: its own behaviour is a catalogued mistake's)
                 ids = {
                     p.mistake for p in kata.variants if kept[p.name] != kata.variant_values[p.name]
                 }
-                if ids != {mid}:
-                    report.problems.append(
-                        f"{mid}[{vi}] would be diagnosed as the convention(s) {', '.join(sorted(i for i in ids if i))}"
-                    )
+                report.problems.append(
+                    f"{mid}[{vi}] would be diagnosed as the convention(s) {', '.join(sorted(i for i in ids if i))}"
+                )
     # 3. correct code in nearby conventions (the generated reference of each) is named by
     # the conventions it kept, and by none it did not keep
     named = 0
@@ -190,10 +197,15 @@ def _check(kata: Kata) -> VariantCheck:
             if kept is None
             else {p.name for p in kata.variants if kept[p.name] != kata.variant_values[p.name]}
         )
-        if not got or got - want:
+        if got - want:
             report.problems.append(
                 f"code in the conventions {vs.key(kata.variants, other)} is diagnosed as "
-                f"{vs.key(kata.variants, kept) if kept else 'no convention'}"
+                f"{vs.key(kata.variants, kept)}"
+            )
+        elif not got and _catalogued(kata, code) is None:
+            report.problems.append(
+                f"code in the conventions {vs.key(kata.variants, other)} fails, and neither a "
+                "convention nor a catalogued mistake explains it"
             )
     report.counts = {
         "mistakes": len(spec.mutants),
