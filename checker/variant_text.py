@@ -470,6 +470,69 @@ def _module_doc(text: str, pl: Plan) -> str:
     return "\n".join([*lines[:first], body, *lines[last:]])
 
 
+def wrap_source(kata: Kata, source: str, variant: Mapping[str, str] | None = None) -> str:
+    """`source` (a file in the standard kata's conventions) as a file in `variant`'s: its
+    entry points renamed `_standard_<name>`, and the entry points appended with the variant's
+    signatures, converting at the boundary around the calls of the renamed ones. Layer names
+    are left as they are (they are never enforced). The benchmark's way to write the mutant
+    fixtures in each variant (bench/diagnosis_report.py --variants): the mistake inside, the
+    conventions right."""
+    pl = plan(kata, variant)
+    if not pl.changed():
+        return source
+    ref_source = reference_path(kata.id).read_text(encoding="utf-8")
+    gen = _Codegen(_is_numpy(ref_source), "(..., L, d)" in ref_source)
+    out = source
+    for name in kata.entry_points:
+        out = re.sub(rf"(?<![.\w]){re.escape(name)}\b", f"_standard_{name}", out)
+    wrappers: list[str] = []
+    for node in ast.parse(ref_source).body:
+        name = getattr(node, "name", None)
+        if name not in kata.entry_points:
+            continue
+        if isinstance(node, ast.FunctionDef):
+            e = _Entry(pl, name, node, gen)
+            wrappers.append(_plain_def(node, e))
+            wrappers += e.body(f"_standard_{name}", name, " " * 4) + ["", ""]
+        elif isinstance(node, ast.ClassDef):
+            wrappers.append(f"class {name}(_standard_{name}):")
+            for item in node.body:
+                if not isinstance(item, ast.FunctionDef) or item.name not in (
+                    "__init__",
+                    "forward",
+                ):
+                    continue
+                e = _Entry(pl, name, item, gen)
+                wrappers.append("    " + _plain_def(item, e, method=True))
+                if item.name == "__init__":
+                    wrappers += _assignments(
+                        [(n, x) for n, x in e.inputs() if x != n], " " * 8, e.renames
+                    )
+                    wrappers.append(f"        super().__init__({', '.join(e.names)})")
+                else:
+                    wrappers += e.body("super().forward", name, " " * 8)
+                wrappers.append("")
+            wrappers.append("")
+    head = ["import numpy as np", "", ""] if gen.numpy else []
+    return out.rstrip() + "\n\n\n" + "\n".join(head + wrappers).rstrip() + "\n"
+
+
+def _plain_def(fn: ast.FunctionDef, e: _Entry, method: bool = False) -> str:
+    """`fn`'s def line in the variant's names, without annotations (the file it goes into
+    may import nothing they name)."""
+    params = ["self"] if method else []
+    for arg, default in e.params:
+        name = e.renames.get(arg.arg, arg.arg)
+        if default is None:
+            params.append(name)
+            continue
+        value = ast.unparse(default)
+        if arg.arg in e.flags and isinstance(default, ast.Constant):
+            value = str(not default.value)
+        params.append(f"{name}={value}")
+    return f"def {fn.name}({', '.join(params)}):"
+
+
 def skeleton(kata: Kata, variant: Mapping[str, str] | None = None) -> str:
     """The skeleton of `variant` (the kata's own by default): its reference, solutions blanked."""
     return strip_solution(reference_source(kata, variant), filename=f"{kata.id} variant")

@@ -57,6 +57,12 @@ MISTAKES: dict[str, str] = {
     "flag": "flag-convention-inverted",
     "mask-shape": "mask-shape-convention",
 }
+# Mistakes that have no form under a parameter's value: a padding mask on the wrong axis of
+# (B, 1, 1, S) where the variant returns (B, S). The per-variant check finds them as
+# `not_in_variant` (checker/sets/variant_check.py); the benchmark writes them in other variants.
+NOT_IN: dict[tuple[str, str], frozenset[str]] = {
+    ("mask-shape", "flat"): frozenset({"padding-mask-wrong-axis"}),
+}
 TEMPERATURE = "temperature"  # the scale argument's name where it divides the scores
 STANDARD = "standard"
 RANDOM = "random"
@@ -211,6 +217,12 @@ def _rank(*parts: str) -> int:
     return int.from_bytes(
         hashlib.sha256("\0".join(("attnkata-variant", *parts)).encode()).digest()[:16], "big"
     )
+
+
+def expressible(params: tuple[Param, ...], variant: Mapping[str, str], mistake: str) -> bool:
+    """Can code with `mistake` be written in `variant`'s conventions at all?"""
+    full = complete(params, variant)
+    return not any(mistake in NOT_IN.get((p.kind, full[p.name]), ()) for p in params)
 
 
 def ordering(params: tuple[Param, ...], secret: str, kata_id: str) -> list[Variant]:
