@@ -109,7 +109,7 @@ def parse(data: Any, path: Path) -> tuple[tuple[Param, ...], dict[str, str] | No
     params: list[Param] = []
     note = None
     for name, spec in data.items():
-        where = f"{path}: field 'variants.{name}'"
+        where = f"{path}: field variants.{name}"
         if not isinstance(spec, dict):
             raise KataDefinitionError(f"{where}: expected a table")
         if name == LEFT_OUT:

@@ -160,10 +160,15 @@ def _same(a: Observed, b: Observed) -> bool:
 
 
 def exact_mistake(kata: Kata, obs: list[Observed]) -> str | None:
-    """The catalogued mistake one of whose spellings `obs` reproduces on every probe: the
-    engine names that one (a convention kept from elsewhere that is also a catalogued
-    mistake, a (B, S) padding mask say, is diagnosed as the catalogue knows it)."""
-    _, muts = _local_observations(kata.id)
+    """The catalogued mistake one of whose spellings `obs` reproduces on every probe, where
+    `obs` returns wrong values somewhere (not only errors): the engine names that one. A
+    convention kept from elsewhere that is also a catalogued mistake (a (B, S) padding mask,
+    a cache concatenated along the variant's heads axis) is diagnosed as the catalogue knows
+    it; code that only fails (shapes that do not line up) is left to the convention search,
+    which tells a layout kept from elsewhere from a mistake that raises alike."""
+    ref, muts = _local_observations(kata.id)
+    if not any(c.ok and not _same(c, r) for c, r in zip(obs, ref, strict=True)):
+        return None
     for mid, spellings in muts.items():
         if any(all(_same(c, m) for c, m in zip(obs, outs, strict=True)) for outs in spellings):
             return mid
