@@ -333,7 +333,7 @@ class Controller:
         self.s = s
         self._stamp = self._mtime()
         self.checking = p.kata
-        self.grader.submit(p.kata, path, self.lang, p.variant)
+        self.grader.submit(p.kata, path, self.lang, **({"variant": p.variant} if p.variant else {}))
         self.message = Message(msg("mock.screen.checking", self.lang, kata=p.kata), style="dim")
 
     def hint(self) -> None:
