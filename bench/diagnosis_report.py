@@ -116,32 +116,6 @@ class _InVariant:
         return kv, out
 
 
-def _diagnose_variant_anyway(kata, path: Path):  # noqa: ANN001, ANN202
-    """_diagnose_anyway for a file in a variant: its diagnosis as if it had passed, through
-    the adapter and the convention search, as the runner diagnoses a variant."""
-    from attnkata.checker import models
-    from attnkata.checker.adapter import adapt
-    from attnkata.checker.diagnose.conventions import diagnose_variant
-    from attnkata.checker.proxy import Candidate
-    from attnkata.checker.runner import check
-
-    result = check(kata, path, diagnose=False)
-    passing = models.Result(
-        kata=kata.id,
-        solution=str(path),
-        status=models.PASS,
-        tests=[models.TestResult("all", "core", models.PASS)],
-        required_tiers=list(kata.required_tiers),
-    )
-    with Candidate(path) as candidate:
-        candidate.start()
-        source = path.read_text(encoding="utf-8")
-        diags = diagnose_variant(
-            kata, path, source, passing, candidate, adapt(candidate, kata), "en"
-        )
-    return result, diags
-
-
 def report_mutants(kata, verbose: bool, in_variant: Any = None) -> dict:  # noqa: ANN001
     """`in_variant`: a function (path -> (variant kata, file in that variant)) for --variants."""
     from attnkata.checker.runner import check
@@ -179,10 +153,7 @@ def report_mutants(kata, verbose: bool, in_variant: Any = None) -> dict:  # noqa
     for path in correct_files:
         if not path.is_file():
             continue
-        if in_variant:
-            result, diags = _diagnose_variant_anyway(*in_variant(path))
-        else:
-            result, diags = _diagnose_anyway(kata, path)
+        result, diags = _diagnose_anyway(*(in_variant(path) if in_variant else (kata, path)))
         wrong = _essential(diags)
         name = str(path.relative_to(REPO))
         failing = {t.tier for t in result.failed_tests if t.status != "skip"}

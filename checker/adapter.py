@@ -325,36 +325,31 @@ class Adapted:
         return out
 
     def call(
-        self,
-        name: str,
-        args: tuple = (),
-        kwargs: dict[str, Any] | None = None,
-        *,
-        grad_wrt: tuple[int, ...] = (),
-        grad_output: Any = None,
-        memory_mb: int | None = None,
+        self, name: str, args: tuple = (), kwargs: Any = None, memory_mb: Any = None, **grad: Any
     ) -> Outcome:
+        """`Candidate.call` (`grad` = grad_wrt, grad_output), in the standard convention."""
         if memory_mb is not None:
             a, k = self.conventions.to_variant(name, args, kwargs)
             return self._outcome(name, self.inner.call(name, a, k, memory_mb=memory_mb), ())
-        with self.submit(name, args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output) as pending:
+        with self.submit(name, args, kwargs, **grad) as pending:
             pass
         return pending.result()
 
-    def submit(
-        self,
-        name: str,
-        args: tuple = (),
-        kwargs: dict[str, Any] | None = None,
-        *,
-        grad_wrt: tuple[int, ...] = (),
-        grad_output: Any = None,
-    ) -> _Pending:
-        conv = self.conventions
-        a, k = conv.to_variant(name, args, kwargs)
-        g = conv.grad_output_to_variant(name, grad_output) if grad_wrt else grad_output
-        inner = self.inner.submit(name, a, k, grad_wrt=grad_wrt, grad_output=g)
-        return _Pending(inner, lambda out: self._outcome(name, out, grad_wrt))
+    def submit(self, name: str, args: tuple = (), kwargs: Any = None, **grad: Any) -> _Pending:
+        """`Candidate.submit` (`grad` = grad_wrt, grad_output), in the standard convention."""
+        a, k = self.conventions.to_variant(name, args, kwargs)
+        return self._submit(name, lambda g: self.inner.submit(name, a, k, **g), grad)
+
+    def _submit(self, entry: str, send: Callable[[dict], Any], grad: dict[str, Any]) -> _Pending:
+        wrt = tuple(grad.get("grad_wrt") or ())
+        if wrt:  # the gradient of the output arrives in the standard layout too
+            grad = {
+                **grad,
+                "grad_output": self.conventions.grad_output_to_variant(
+                    entry, grad.get("grad_output")
+                ),
+            }
+        return _Pending(send(grad), lambda out: self._outcome(entry, out, wrt))
 
     def new(
         self, name: str, args: tuple = (), kwargs: dict[str, Any] | None = None, dtype: Any = None
@@ -409,42 +404,15 @@ class AdaptedModule(RemoteModule):
         _, own = self.owner.conventions.layer_names(self.inner.structure)
         self.inner.load_state({own.get(k, k): v for k, v in state.items()})
 
-    def call(
-        self,
-        args: tuple = (),
-        kwargs: dict[str, Any] | None = None,
-        *,
-        grad_wrt: tuple[int, ...] = (),
-        grad_output: Any = None,
-        method: str | None = None,
-    ) -> Outcome:
-        with self.submit(
-            args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, method=method
-        ) as pending:
-            pass
-        return pending.result()
-
     def submit(
-        self,
-        args: tuple = (),
-        kwargs: dict[str, Any] | None = None,
-        *,
-        grad_wrt: tuple[int, ...] = (),
-        grad_output: Any = None,
-        method: str | None = None,
+        self, args: tuple = (), kwargs: Any = None, method: str | None = None, **grad: Any
     ) -> _Pending:
-        conv, entry = self.owner.conventions, self.inner.name
+        """`RemoteModule.submit`, in the standard convention (`call` is RemoteModule's)."""
         if method is not None:  # another method than forward: its own convention is not declared
-            return _Pending(
-                self.inner.submit(
-                    args, kwargs, grad_wrt=grad_wrt, grad_output=grad_output, method=method
-                ),
-                lambda out: out,
-            )
-        a, k = conv.to_variant(entry, args, kwargs)
-        g = conv.grad_output_to_variant(entry, grad_output) if grad_wrt else grad_output
-        inner = self.inner.submit(a, k, grad_wrt=grad_wrt, grad_output=g)
-        return _Pending(inner, lambda out: self.owner._outcome(entry, out, grad_wrt))
+            return _Pending(self.inner.submit(args, kwargs, method=method, **grad), lambda out: out)
+        entry = self.inner.name
+        a, k = self.owner.conventions.to_variant(entry, args, kwargs)
+        return self.owner._submit(entry, lambda g: self.inner.submit(a, k, **g), grad)
 
 
 def conventions_of(kata: Kata) -> Conventions | None:

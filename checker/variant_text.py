@@ -368,12 +368,7 @@ def reference_source(kata: Kata, variant: Mapping[str, str] | None = None) -> st
             if doc:
                 body0 = node.body[0]
                 replaced.append((body0.lineno - 1, body0.end_lineno or 0, doc))
-            for item in node.body:
-                if not isinstance(item, ast.FunctionDef) or item.name not in (
-                    "__init__",
-                    "forward",
-                ):
-                    continue
+            for item in methods(node):
                 e = _Entry(pl, name, item, gen)
                 begin, end = _solution(lines, item)
                 head = _signature(lines, item, e.renames, e.flags) + _docstring(lines, item, pl)
@@ -418,6 +413,13 @@ def _assignments(
             return [f"{indent}{', '.join(n for n, _ in pairs)} = {', '.join(e for _, e in pairs)}"]
         assigned.add(name)
     return [f"{indent}{name} = {expr}" for name, expr in pairs]
+
+
+def methods(cls: ast.ClassDef) -> list[ast.FunctionDef]:
+    """A module entry point's methods whose conventions a variant changes: __init__, forward."""
+    return [
+        n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in ("__init__", "forward")
+    ]
 
 
 def _snake(name: str) -> str:
@@ -496,12 +498,7 @@ def wrap_source(kata: Kata, source: str, variant: Mapping[str, str] | None = Non
             wrappers += e.body(f"_standard_{name}", name, " " * 4) + ["", ""]
         elif isinstance(node, ast.ClassDef):
             wrappers.append(f"class {name}(_standard_{name}):")
-            for item in node.body:
-                if not isinstance(item, ast.FunctionDef) or item.name not in (
-                    "__init__",
-                    "forward",
-                ):
-                    continue
+            for item in methods(node):
                 e = _Entry(pl, name, item, gen)
                 wrappers.append("    " + _plain_def(item, e, method=True))
                 if item.name == "__init__":

@@ -1,8 +1,4 @@
-"""The per-variant mutation matrix (issue 27), for half of the katas (tests/variant_matrix_support.py):
-in a sampled variant of each, its reference passes its own grader, every mutant written in the
-variant's conventions fails and behaves on the diagnosis probes as the standard kata's (so it
-gets its own id), and correct code in each nearby variant's conventions is named by exactly the
-conventions it kept. The same check `kata set create --variants` runs before handing a variant out."""
+"""The per-variant mutation matrix for the other half of the katas (see test_variant_matrix_1.py)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -236,50 +237,25 @@ def test_a_mock_interview_may_draw_a_variant(tmp_path):
 
 
 # -- copies ------------------------------------------------------------------------------------
-ORIGINAL = """
-import math
-import torch
-
-
-def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
-    d = q.shape[-1]
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * scale
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    top = scores.amax(dim=-1, keepdim=True)
-    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
-    w = torch.exp(scores - top)
-    total = w.sum(dim=-1, keepdim=True)
-    w = w / torch.where(total > 0, total, torch.ones_like(total))
-    return w @ v
-"""
-
-# The same file adapted to another variant: (B, L, H, d), masks True = masked out, torch names.
-ADAPTED = """
-import math
-import torch
-
-
-def scaled_dot_product_attention(query, key, value, attn_mask=None, scale=None):
-    query = query.transpose(1, 2)
-    key = key.transpose(1, 2)
-    value = value.transpose(1, 2)
-    d = query.shape[-1]
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
-    scores = query @ key.transpose(-2, -1) * scale
-    if attn_mask is not None:
-        scores = scores.masked_fill(attn_mask, float("-inf"))
-    top = scores.amax(dim=-1, keepdim=True)
-    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
-    w = torch.exp(scores - top)
-    total = w.sum(dim=-1, keepdim=True)
-    w = w / torch.where(total > 0, total, torch.ones_like(total))
-    return (w @ value).transpose(1, 2)
-"""
+def adapted_copy(source: str) -> str:
+    """What a copier does with a classmate's sdpa for their own variant ((B, L, H, d), masks
+    True = masked out, the torch names): rename the arguments, move the axes at the boundary,
+    flip the mask."""
+    body = source.replace("~mask", "mask")
+    for old, new in (("q", "query"), ("k", "key"), ("v", "value"), ("mask", "attn_mask")):
+        body = re.sub(rf"\b{old}\b(?!\.T)", new, body)
+    head, sep, rest = body.partition('    """\n    # BEGIN SOLUTION\n')
+    moves = "".join(f"    {n} = {n}.transpose(1, 2)\n" for n in ("query", "key", "value"))
+    rest = rest.replace(
+        "    return weights @ value", "    return (weights @ value).transpose(1, 2)"
+    )
+    return head + sep + moves + rest
 
 
 def test_a_copy_adapted_to_another_variant_is_still_flagged():
+    original = strip_markers(reference_path("sdpa").read_text(encoding="utf-8"))
+    copy = adapted_copy(reference_path("sdpa").read_text(encoding="utf-8"))
+    assert "transpose(1, 2)" in copy and "masked_fill(attn_mask" in copy
     base = get_kata("sdpa").skeleton_path.read_text(encoding="utf-8")
-    pair = compare({"a": ORIGINAL, "b": ADAPTED}, "sdpa", base)[0]
+    pair = compare({"a": original, "b": strip_markers(copy)}, "sdpa", base)[0]
     assert pair.flagged and pair.similarity >= DEFAULT_THRESHOLD, pair.similarity

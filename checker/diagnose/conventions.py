@@ -44,6 +44,7 @@ from attnkata.checker.proxy import (
     CandidateMemory,
     CandidateTimeout,
 )
+from attnkata.checker.variant_text import methods
 
 MAX_VARIANTS = 24  # nearby variants tried at most
 SEARCH_BUDGET = 2.0  # CPU seconds of the candidate's own, as the engine's probes count them
@@ -86,11 +87,7 @@ def _parameters(source: str, entry_points: tuple[str, ...]) -> set[str] | None:
             continue
         fns = [node] if isinstance(node, ast.FunctionDef) else []
         if isinstance(node, ast.ClassDef):
-            fns = [
-                n
-                for n in node.body
-                if isinstance(n, ast.FunctionDef) and n.name in ("__init__", "forward")
-            ]
+            fns = methods(node)
         for fn in fns:
             a = fn.args
             found |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} - {"self"}
