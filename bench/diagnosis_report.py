@@ -28,8 +28,15 @@ First attempts (tests/fixtures/firsts/<kata>/, labelled in labels.toml with a `s
     wrong ids         files with an essential id outside must + runner ids + input-not-supported
     false rejects / false essential on correct files / false accepts
 
-    python bench/diagnosis_report.py [--real | --mutants | --firsts] [--split train|heldout|all]
-                                     [--kata sdpa ...] [--json] [--verbose]
+Variants (`--variants`): the mutant fixtures and correct solutions again, each written in a
+variant of its kata's conventions (checker/variant_text.wrap_source: the fixture's code
+inside, the variant's signatures and conversions at its boundary; the kata's variants taken
+in turn, in a fixed order) and graded in that variant, as `kata set grade` grades a
+student's file: through the adapter, the convention search first. The same figures as the
+standard kata's, measured in the same run, and their ratio.
+
+    python bench/diagnosis_report.py [--real | --mutants | --firsts | --variants]
+                                     [--split train|heldout|all] [--kata sdpa ...] [--json] [--verbose]
 """
 
 from __future__ import annotations
@@ -81,14 +88,45 @@ def _diag_seconds(result) -> float:  # noqa: ANN001
 # ---------------------------------------------------------------------------- mutants
 
 
-def report_mutants(kata, verbose: bool) -> dict:  # noqa: ANN001
+class _InVariant:
+    """Each file of a kata written in the next of its variants (a fixed order), in a
+    temporary folder: what `--variants` grades."""
+
+    def __init__(self, kata, folder: Path) -> None:  # noqa: ANN001
+        from attnkata.checker import variants
+
+        self.kata, self.folder = kata, folder
+        self.order = variants.ordering(kata.variants, "bench", kata.id) or [{}]
+        self.n = 0
+
+    def __call__(self, path: Path) -> tuple[Any, Path]:
+        from attnkata.checker import variants
+        from attnkata.checker.variant_text import wrap_source
+
+        mistake = path.stem.split("--")[0]
+        for _ in range(len(self.order)):  # the next variant in which the mistake can be written
+            variant = self.order[self.n % len(self.order)]
+            self.n += 1
+            if variants.expressible(self.kata.variants, variant, mistake):
+                break
+        kv = self.kata.with_variant(variant)
+        out = self.folder / f"{kv.variant_key.replace(',', '_').replace('=', '-')}" / path.name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(wrap_source(kv, path.read_text(encoding="utf-8")), encoding="utf-8")
+        return kv, out
+
+
+def report_mutants(kata, verbose: bool, in_variant: Any = None) -> dict:  # noqa: ANN001
+    """`in_variant`: a function (path -> (variant kata, file in that variant)) for --variants."""
     from attnkata.checker.runner import check
 
     rows = []
+    standard = kata
     folder = MISTAKES / kata.id
     for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
         want = path.stem.split("--")[0]
-        result = check(kata, path)
+        kata, graded = in_variant(path) if in_variant else (standard, path)
+        result = check(kata, graded)
         ids = _essential(result.diagnostics)
         top = result.diagnostics[0].id if result.diagnostics else None
         first = _first_verdict(ids)
@@ -108,13 +146,14 @@ def report_mutants(kata, verbose: bool) -> dict:  # noqa: ANN001
         )
         if verbose:
             print(f"  {kata.id:16s} {path.name:48s} {outcome:8s} top={top}", file=sys.stderr)
+    kata = standard
     correct_files = [REPO / "reference" / f"{kata.module_name}.py"]
     correct_files += sorted((ALT / kata.id).glob("*.py")) if (ALT / kata.id).is_dir() else []
     false_positives, false_rejects = [], []
     for path in correct_files:
         if not path.is_file():
             continue
-        result, diags = _diagnose_anyway(kata, path)
+        result, diags = _diagnose_anyway(*(in_variant(path) if in_variant else (kata, path)))
         wrong = _essential(diags)
         name = str(path.relative_to(REPO))
         failing = {t.tier for t in result.failed_tests if t.status != "skip"}
@@ -447,12 +486,47 @@ def print_real(reports: list[dict], seconds: float) -> dict:
     return overall
 
 
+def report_variants(katas: list, verbose: bool) -> dict:  # noqa: ANN001
+    """The mutant fixtures graded in the standard kata, then in its variants; both tables and
+    the variants' figures as a ratio of the standard's."""
+    import tempfile
+
+    t0 = time.perf_counter()
+    standard = print_mutants([report_mutants(k, verbose) for k in katas], time.perf_counter() - t0)
+    print()
+    with tempfile.TemporaryDirectory(prefix="attnkata-variants-") as tmp:
+        t0 = time.perf_counter()
+        reports = [report_mutants(k, verbose, _InVariant(k, Path(tmp) / k.id)) for k in katas]
+        print("== the same fixtures, each in a variant of its kata ==")
+        varied = print_mutants(reports, time.perf_counter() - t0)
+    print()
+    ratios = {
+        key: round(varied[key] / standard[key], 3)
+        for key in ("top1_precision", "coverage")
+        if standard.get(key) and varied.get(key) is not None
+    }
+    print(
+        f"variants vs standard: top-1 precision {varied['top1_precision']} vs "
+        f"{standard['top1_precision']} (x{ratios.get('top1_precision')}), coverage "
+        f"{varied['coverage']} vs {standard['coverage']} (x{ratios.get('coverage')}); "
+        f"wrong ids {varied['wrong_ids']} vs {standard['wrong_ids']}; false essential "
+        f"diagnoses {varied['false_positives']} vs {standard['false_positives']}; false rejects "
+        f"{varied['false_rejects']} vs {standard['false_rejects']}"
+    )
+    return {"standard": standard, "variants": varied, "ratio": ratios, "katas": reports}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--real", action="store_true", help="only the real-style corpus")
     which.add_argument("--mutants", action="store_true", help="only the mutant fixtures")
     which.add_argument("--firsts", action="store_true", help="only the first attempts")
+    which.add_argument(
+        "--variants",
+        action="store_true",
+        help="the mutant fixtures in the standard kata and in its variants, side by side",
+    )
     parser.add_argument(
         "--split",
         choices=("train", "heldout", "all"),
@@ -470,6 +544,12 @@ def main() -> None:
     out: dict[str, Any] = {}
     # With --json the tables go to stderr and only the JSON to stdout.
     table = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+    if args.variants:
+        with table:
+            out["variants"] = report_variants(katas, args.verbose)
+        if args.json:
+            print(json.dumps(out, indent=2, default=str))
+        return
     if not (args.real or args.firsts):
         t0 = time.perf_counter()
         reports = [report_mutants(k, args.verbose) for k in katas]

@@ -54,6 +54,27 @@ def is_own_file(kata: catalog.Kata, path: Path) -> bool:
     )
 
 
+def started_variant(kata: catalog.Kata, path: Path) -> catalog.Kata:
+    """`kata` in the variant its practice file `path` was started with (`kata start KATA
+    --variant ...`, kept in the history database); `kata` itself when it already names a
+    variant, or when the file was started in the standard kata or not by `kata start`."""
+    import json
+
+    from attnkata.checker.store import History
+
+    if kata.variant or not kata.variants:
+        return kata
+    target = Path(path).resolve()
+    with History() as h:
+        started = [json.loads(e["detail"]) for e in h.events(kata.id, "start")]
+    for detail in reversed(started):
+        file = detail.get("file")
+        if isinstance(file, str) and file != "notebook" and Path(file).resolve() == target:
+            variant = detail.get("variant")
+            return kata.with_variant(variant if isinstance(variant, dict) else None)
+    return kata
+
+
 def grade(
     kata: catalog.Kata,
     path: Path,
@@ -74,9 +95,12 @@ def grade(
 
     `again`: this process will grade again soon (`kata watch`): the next check's sandboxed
     process is started as soon as this one ends.
-    A cancelled (CheckCancelled) or interrupted (KeyboardInterrupt) check records nothing."""
+    A cancelled (CheckCancelled) or interrupted (KeyboardInterrupt) check records nothing.
+
+    A practice file started in a variant (`kata start --variant`) is graded in it."""
     from attnkata.checker.static import read_source, require_file
 
+    kata = started_variant(kata, path)
     # First thing, before the sandbox and ~1-2 s of imports: what is graded is the file as it
     # was when the check was asked for, not a save made while torch loads.
     catalog.require_extras(kata, lang)
@@ -135,14 +159,20 @@ def check(
     record: bool | None = None,
     mode: str = "api",
     seed: int | None = None,
+    variant: str | None = None,
 ) -> Result:
-    """Grade `source` (a string) or the file at `path` as the solution of `kata`.
+    """Grade `source` (a string) or the file at `path` as the solution of `kata`
+    (`variant`: "layout=blhd,mask=masked"... to grade it in that variant's conventions).
 
     Same sandbox, limits and diagnosis as `kata check`. The attempt goes into the same history
     (with `mode`, e.g. "notebook") when `record` is true; None records the candidate's own
     practice file (`is_own_file`) and never a piece of source (a notebook cell counts only
     when marked, `%%kata KATA --record`). Returns the `Result`, which notebooks display as HTML."""
     k = catalog.get_kata(kata)
+    if variant is not None:
+        from attnkata.checker import variants
+
+        k = k.with_variant(variants.parse_spec(k.variants, variant, k.id))
     lang = lang if lang in ("en", "zh") else "en"
     if (source is None) == (path is None):
         raise UsageError("give either source=... or path=...")

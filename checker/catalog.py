@@ -81,10 +81,42 @@ class Kata:
     # (exactly these, not their submodules) and API paths it may not use.
     allow_imports: tuple[str, ...] = ()
     ban: tuple[str, ...] = ()
+    # The conventions a per-student variant may change (`[variants]`, checker/variants.py),
+    # why some are left out ({en, zh} or None), and this object's variant: the parameters
+    # that differ from the standard kata (empty: the standard kata).
+    variants: tuple[Any, ...] = ()
+    variants_left_out: dict[str, str] | None = None
+    variant: tuple[tuple[str, str], ...] = ()
 
     @property
     def module_name(self) -> str:
         return self.id.replace("-", "_")
+
+    @property
+    def variant_values(self) -> dict[str, str]:
+        """Every variant parameter's value (the standard kata's where this one keeps it)."""
+        from attnkata.checker import variants
+
+        return variants.complete(self.variants, dict(self.variant))
+
+    @property
+    def variant_key(self) -> str:
+        from attnkata.checker import variants
+
+        return variants.key(self.variants, dict(self.variant))
+
+    def with_variant(self, variant: dict[str, str] | None) -> Kata:
+        """This kata in `variant`'s conventions (None or {}: the standard kata)."""
+        import dataclasses
+
+        from attnkata.checker import variants
+
+        diff = variants.changes(self.variants, variant)
+        return dataclasses.replace(self, variant=tuple(diff.items()))
+
+    @property
+    def standard(self) -> Kata:
+        return self.with_variant(None) if self.variant else self
 
     @property
     def grader_path(self) -> Path:
@@ -92,14 +124,24 @@ class Kata:
 
     @property
     def skeleton_path(self) -> Path:
-        return self.folder / "skeleton.py"
+        """The file `kata start` copies; a variant's is generated (checker/variant_text.py)
+        into the data dir's cache the first time it is asked for."""
+        if not self.variant:
+            return self.folder / "skeleton.py"
+        return _variant_skeleton(self)
 
     def statement_path(self, lang: str) -> Path:
         return self.folder / ("statement.zh.md" if lang == "zh" else "statement.md")
 
     def statement(self, lang: str) -> str:
-        """The statement with the shared conventions spliced in at `{{conventions}}`."""
-        return statement(self.id, lang)[1]
+        """The statement with the shared conventions spliced in at `{{conventions}}` (a
+        variant's with its own conventions first)."""
+        text = statement(self.id, lang)[1]
+        if self.variant:
+            from attnkata.checker import variant_text
+
+            text = variant_text.statement(self, text, lang)
+        return text
 
     def hint_for(self, mistake: str) -> Hint | None:
         return next((h for h in self.hints if h.mistake == mistake), None)
@@ -110,6 +152,33 @@ class Kata:
 
 
 CONVENTIONS_MARK = "{{conventions}}"
+
+
+def _variant_skeleton(kata: Kata) -> Path:
+    """Write (when missing or stale) and return the skeleton file of `kata`'s variant."""
+    import hashlib
+    import tempfile
+
+    from attnkata.checker import variant_text
+    from attnkata.checker.store import data_dir
+
+    text = variant_text.skeleton(kata)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    for root in (
+        data_dir() / "cache" / "variants",
+        Path(tempfile.gettempdir()) / "attnkata-variants",
+    ):
+        path = root / kata.id / digest / "skeleton.py"
+        try:
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".skeleton.{os.getpid()}.tmp")
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, path)
+            return path
+        except OSError:
+            continue  # a read-only data dir: the temp dir then
+    raise KataDefinitionError(f"{kata.id}: cannot write the skeleton of variant {kata.variant_key}")
 
 
 def conventions(lang: str) -> str:
@@ -247,6 +316,9 @@ def load_kata(folder: Path) -> Kata:
     entry_points = f.strings("entry_points")
     if not entry_points:
         raise f.fail("entry_points", "at least one entry point is required")
+    from attnkata.checker import variants
+
+    params, left_out = variants.parse(data.get("variants"), path)
     solution_file = f.get("solution_file", str)
     if not solution_file.endswith(".py") or "/" in solution_file:
         raise f.fail("solution_file", "must be a plain file name ending in .py")
@@ -266,6 +338,8 @@ def load_kata(folder: Path) -> Kata:
         requires=requires,
         allow_imports=f.strings("allow_imports", ()),
         ban=f.strings("ban", ()),
+        variants=params,
+        variants_left_out=left_out,
     )
     for lang in LANGS:
         if not kata.statement_path(lang).is_file():

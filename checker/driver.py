@@ -115,10 +115,13 @@ def run(
     cancel: threading.Event | None = None,
     progress: Callable[[str], None] | None = None,
     keep_session: bool = False,
+    first_failure: bool = False,
 ) -> Run:
     """The kata's grader run on `candidate` (`path` is what `--solution` names): every test,
     or only `nodes` (pytest node ids); `plugins` are added to ours. With `keep_session`, a
-    kept session when one can serve (all tests, no extra plugins, no maxfail)."""
+    kept session when one can serve (all tests, no extra plugins, no maxfail).
+    `first_failure`: the tests after the first failing one are skipped, not run (for callers
+    that only need "it fails", like maxfail=1, but a kept session can serve it)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         if keep_session and not maxfail and nodes is None and not plugins:
@@ -130,6 +133,7 @@ def run(
                     lang,
                     progress,
                     cancel,
+                    first_failure,
                 )
             except Exception as exc:  # noqa: BLE001 - a hook that raised: pytest.main calls that an internal error
                 raise KataDefinitionError(
@@ -142,9 +146,8 @@ def run(
         if nodes is not None:
             args = [*args[1:], *nodes]  # the test ids instead of the whole grader
         with no_plugin_autoload():
-            code = pytest.main(
-                args, plugins=[plugin, collector, Watcher(progress, cancel), *plugins]
-            )
+            watcher = Watcher(progress, cancel, collector if first_failure else None)
+            code = pytest.main(args, plugins=[plugin, collector, watcher, *plugins])
     return Run(code, collector, out.getvalue())
 
 
@@ -156,14 +159,22 @@ class Watcher:
     when the check is cancelled (pytest stops on a KeyboardInterrupt)."""
 
     def __init__(
-        self, progress: Callable[[str], None] | None = None, cancel: threading.Event | None = None
+        self,
+        progress: Callable[[str], None] | None = None,
+        cancel: threading.Event | None = None,
+        stop_after: plugin.Collector | None = None,
     ) -> None:
         self.progress = progress
         self.cancel = cancel
+        self.stop_after = stop_after  # skip every test once this collector has a failure
 
     def pytest_runtest_setup(self, item: Any) -> None:
         if self.cancel is not None and self.cancel.is_set():
             raise CheckCancelled()
+        if self.stop_after is not None and any(
+            r.status not in ("pass", "skip") for r in self.stop_after.results
+        ):
+            pytest.skip("not run: an earlier test failed")
         if self.progress is not None:
             self.progress(item.nodeid.rsplit("::", 1)[-1])
 
@@ -198,9 +209,11 @@ class KeptSession:
         lang: str,
         progress: Callable[[str], None] | None,
         cancel: threading.Event | None,
+        first_failure: bool = False,
     ) -> tuple[pytest.ExitCode, plugin.Collector]:
         self.collector.reset(candidate, lang)
         self.watcher.progress, self.watcher.cancel = progress, cancel
+        self.watcher.stop_after = self.collector if first_failure else None
         session = self.session
         session.testsfailed = 0
         session.shouldfail = session.shouldstop = False
@@ -227,6 +240,7 @@ def run_kept(
     lang: str,
     progress: Callable[[str], None] | None,
     cancel: threading.Event | None,
+    first_failure: bool = False,
 ) -> tuple[pytest.ExitCode, plugin.Collector] | None:
     """Grade `candidate` with the kept session of `key` (made from `args` when missing); None
     when no session can be kept (the caller runs `pytest.main`). A cancelled or interrupted
@@ -254,7 +268,7 @@ def run_kept(
             kept.close()
             return None
     try:
-        result = kept.run(candidate, lang, progress, cancel)
+        result = kept.run(candidate, lang, progress, cancel, first_failure)
     finally:
         if kept.usable:
             _kept[key] = kept  # most recently used last

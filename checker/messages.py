@@ -6,7 +6,8 @@ page. It is one key space merged from a few data modules: the engine's own sente
 messages_mock.py ("mock.", "scorecard."), messages_sets.py ("report.", "handout.", "readme.",
 "grade.", "similarity.") and messages_ui.py ("render.", "grid.", "progress.", "mistakes.",
 "html.", "hint.", "notebook.", "schedule.", "list_sep"), messages_diagnose.py ("trace.": the
-diagnosis' trace checks) and messages_web.py ("web.": `kata web`'s pages). A key is defined
+diagnosis' trace checks), messages_web.py ("web.": `kata web`'s pages) and messages_variants.py
+("variant.": per-student variants). A key is defined
 once (checked here).
 
 `msg(key, lang, **params)` formats one (English for any language but "zh"); `phrase(key, ...)`
@@ -25,6 +26,7 @@ from attnkata.checker import (
     messages_mock,
     messages_sets,
     messages_ui,
+    messages_variants,
     messages_web,
 )
 
@@ -215,6 +217,7 @@ _PARTS = (
     messages_ui.MESSAGES,
     messages_diagnose.MESSAGES,
     messages_web.MESSAGES,
+    messages_variants.MESSAGES,
 )
 for _part in _PARTS:
     _clash = MESSAGES.keys() & _part.keys()

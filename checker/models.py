@@ -75,6 +75,9 @@ class Result:
     # The salt of the graders' random inputs (checker/probes.py): `kata check --seed` repeats
     # the check with the same inputs. None: nothing was run.
     seed: int | None = None
+    # The variant's conventions it was graded in ({parameter: value}, checker/variants.py);
+    # empty: the standard kata.
+    variant: dict[str, str] = field(default_factory=dict)
     version: int = RESULT_VERSION
 
     @property

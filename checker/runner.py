@@ -155,6 +155,7 @@ def check(
     import torch
 
     from attnkata.checker import driver, probes
+    from attnkata.checker.adapter import adapt
     from attnkata.checker.proxy import Candidate
 
     # Graders work on small tensors: one thread avoids OpenMP's spin-up and oversubscription
@@ -222,11 +223,15 @@ def check(
             return result
         salt = probes.new_salt(seed)  # the graders' inputs for this check, and its replays
         result.seed = salt
+        # A variant's file is graded by the standard grader through the adapter of its
+        # conventions (checker/adapter.py): the one place every grading path goes through.
+        graded = adapt(candidate, kata)
+        result.variant = kata.variant_values if kata.variant else {}
         with probes.salted(salt):
             code, collector, output = driver.run(
                 kata,
                 path,
-                candidate,
+                graded,
                 lang,
                 maxfail=maxfail,
                 cancel=cancel,
@@ -270,7 +275,12 @@ def check(
             with probes.salted(
                 salt
             ):  # the diagnosis' own probes are built unsalted (engine.load_spec)
-                found = diagnose_result(kata, path, source, result, candidate, lang)
+                if kata.variant:
+                    from attnkata.checker.diagnose.conventions import diagnose_variant
+
+                    found = diagnose_variant(kata, path, source, result, candidate, graded, lang)
+                else:
+                    found = diagnose_result(kata, path, source, result, candidate, lang)
             result.diagnostics = found + result.diagnostics
     result.timings.update(
         {

@@ -1,11 +1,14 @@
 """IPython / Jupyter front end: `%load_ext attnkata` registers
 
-    %%kata KATA [--lang zh] [--timeout S] [--record]
+    %%kata KATA [--lang zh] [--timeout S] [--record] [--variant SPEC]
                                             grade the cell as the solution of KATA, then run it
                                             in the kernel too (unless it could not even load);
                                             --record counts it in your history (a cell is not
-                                            your practice file unless you say so)
+                                            your practice file unless you say so); --variant
+                                            grades it in a variant's conventions
     %kata show|hint|start|list [KATA]        the CLI's commands, inside the notebook
+                                            (`%kata start KATA --variant random`: the cell it
+                                            writes grades in that variant)
 
 A thin layer like the CLI: grading is `checker.api.check`; results render as HTML in notebooks
 (`checker/html.py`, registered with IPython's display formatter: the result model knows no
@@ -33,7 +36,7 @@ def _options(words: list[str]) -> tuple[list[str], dict[str, Any]]:
     for w in it:
         if w in ("--record", "--no-record"):
             opts["record"] = w == "--record"
-        elif w in ("--lang", "--timeout"):
+        elif w in ("--lang", "--timeout", "--variant"):
             value = next(it, None)
             if value is None:
                 raise KataError(f"{w} needs a value")
@@ -69,7 +72,9 @@ class KataMagics(Magics):
 
         words, opts = _options(shlex.split(line))
         if len(words) != 1:
-            raise KataError("usage: %%kata KATA [--lang en|zh] [--timeout SECONDS] [--record]")
+            raise KataError(
+                "usage: %%kata KATA [--lang en|zh] [--timeout SECONDS] [--record] [--variant SPEC]"
+            )
         result = api.check(
             words[0],
             source=cell,
@@ -77,6 +82,7 @@ class KataMagics(Magics):
             timeout=opts.get("timeout"),
             record=opts.get("record", False),
             mode="notebook",
+            variant=opts.get("variant"),
         )
         if _in_notebook(self.shell):
             display(result)
@@ -103,12 +109,22 @@ class KataMagics(Magics):
             from attnkata.checker.store import History
 
             if len(words) != 2:
-                raise KataError("usage: %kata start KATA")
+                raise KataError("usage: %kata start KATA [--variant random|SPEC]")
             k = catalog.get_kata(words[1])
+            flag = ""
+            if opts.get("variant") is not None:
+                from attnkata.checker import variants
+
+                k = k.with_variant(variants.parse_spec(k.variants, opts["variant"], k.id))
+                flag = f" --variant {k.variant_key}" if k.variant else ""
             with History() as h:
-                h.record_event(k.id, "start", {"file": "notebook"})
+                h.record_event(
+                    k.id,
+                    "start",
+                    {"file": "notebook", **({"variant": k.variant_values} if k.variant else {})},
+                )
             lang = str(opts.get("lang") or "en")
-            cell = f"%%kata {k.id} --record\n" + k.skeleton_path.read_text(encoding="utf-8")
+            cell = f"%%kata {k.id} --record{flag}\n" + k.skeleton_path.read_text(encoding="utf-8")
             self.shell.set_next_input(cell, replace=False)
             # The new cell exists only where a live front end takes the kernel's payload: in a
             # script, nbclient or papermill nothing appears, so say what happened and where

@@ -223,6 +223,14 @@ def render_result(console: Console, result: Result, source: str | None = None) -
     iso = isolation_line(result)
     if iso is not None:
         console.print(iso)
+    if result.variant:  # graded in a variant's conventions: say which, and in what frame
+        key = ",".join(f"{k}={v}" for k, v in result.variant.items())
+        console.print(
+            Text(
+                f"{msg('variant.graded', result.lang)}: {key} ({msg('variant.frame_note', result.lang)})",
+                style="magenta",
+            )
+        )
     if result.tests:
         console.print(test_table(result))
     diags = ordered(result.diagnostics)[:MAX_DIAGNOSTICS]

@@ -146,6 +146,11 @@ def diagnose_as_passing(kata: Kata, path: Path, lang: str = "en") -> list[Diagno
     )
     with Candidate(path) as candidate:
         candidate.start()
-        return diagnose_result(
-            kata, path, path.read_text(encoding="utf-8-sig"), result, candidate, lang
-        )
+        source = path.read_text(encoding="utf-8-sig")
+        if kata.variant:  # graded in a variant: through its adapter, as the runner does
+            from attnkata.checker.adapter import adapt
+            from attnkata.checker.diagnose.conventions import diagnose_variant
+
+            graded = adapt(candidate, kata)
+            return diagnose_variant(kata, path, source, result, candidate, graded, lang)
+        return diagnose_result(kata, path, source, result, candidate, lang)

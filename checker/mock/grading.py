@@ -26,16 +26,22 @@ def jsonable(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_result(
-    kata_id: str, path: Path, lang: str, limits: Any = None, cancel: Any = None
+    kata_id: str,
+    path: Path,
+    lang: str,
+    limits: Any = None,
+    cancel: Any = None,
+    variant: dict[str, str] | None = None,
 ) -> Any:
     """Grade one file in this process (imports torch); the `Result`. An interview enforces
     the static policy: a file that imports `os` or reaches `torch._C` fails without running.
-    `cancel`: a threading.Event that stops the check (CheckCancelled) when set."""
+    `cancel`: a threading.Event that stops the check (CheckCancelled) when set; `variant`:
+    the problem's (`Problem.variant`), graded in its conventions."""
     from attnkata.checker.runner import check
 
     # keep_session: the live screen's worker re-checks on every save (checker/driver.py).
     return check(
-        catalog.get_kata(kata_id),
+        catalog.get_kata(kata_id).with_variant(variant or None),
         path,
         limits=limits,
         lang=lang,
@@ -45,9 +51,15 @@ def check_result(
     )
 
 
-def check_file(kata_id: str, path: Path, lang: str, limits: Any = None) -> dict[str, Any]:
+def check_file(
+    kata_id: str,
+    path: Path,
+    lang: str,
+    limits: Any = None,
+    variant: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Grade one file in this process; the Result as plain JSON."""
-    return jsonable(check_result(kata_id, path, lang, limits).to_dict())
+    return jsonable(check_result(kata_id, path, lang, limits, variant=variant).to_dict())
 
 
 def grade_session(
@@ -62,7 +74,10 @@ def grade_session(
         if progress is not None:
             progress(p.kata)
         t0 = time.time()
-        graded[p.kata] = (check_file(p.kata, s.snapshot_path(p), s.lang, limits), time.time() - t0)
+        graded[p.kata] = (
+            check_file(p.kata, s.snapshot_path(p), s.lang, limits, p.variant),
+            time.time() - t0,
+        )
     with sess.mutate(folder) as s:
         if s.state != sess.SUBMITTED:  # graded meanwhile by another process
             return s
@@ -94,7 +109,7 @@ def grade_session(
             q
             for p in s.problems
             if sess.attempted(s, p)
-            for q in followups.questions_for(catalog.get_kata(p.kata), s.seed)
+            for q in followups.questions_for(p.kata_object, s.seed)
         ]
         s.state = sess.FOLLOWUPS if s.questions else sess.DONE
         s.card = scorecard.build(s)

@@ -81,12 +81,16 @@ class Grader:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def submit(self, kata: str, path: Path, lang: str) -> None:
+    def submit(
+        self, kata: str, path: Path, lang: str, variant: dict[str, str] | None = None
+    ) -> None:
         if not self.alive:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
         self._next += 1
-        line = json.dumps({"id": self._next, "kata": kata, "path": str(path), "lang": lang})
+        line = json.dumps(
+            {"id": self._next, "kata": kata, "path": str(path), "lang": lang, "variant": variant}
+        )
         try:
             self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
@@ -329,7 +333,7 @@ class Controller:
         self.s = s
         self._stamp = self._mtime()
         self.checking = p.kata
-        self.grader.submit(p.kata, path, self.lang)
+        self.grader.submit(p.kata, path, self.lang, **({"variant": p.variant} if p.variant else {}))
         self.message = Message(msg("mock.screen.checking", self.lang, kata=p.kata), style="dim")
 
     def hint(self) -> None:

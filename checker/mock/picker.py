@@ -148,3 +148,10 @@ def choose(
     return pick(
         candidates(difficulty), stats, mistakes, seed=seed, count=count, minutes=minutes
     ), minutes
+
+
+def in_variant(kata: Kata, seed: int) -> Kata:
+    """`kata` in a variant drawn from the interview's seed (`kata mock start --variants`)."""
+    from attnkata.checker import variants
+
+    return kata.with_variant(variants.seeded_draw(kata.variants, seed, kata.id))

@@ -81,6 +81,14 @@ class Problem:
     snapshot_note: str = ""  # how the graded version was chosen, when it is not the file on disk
     # `kata web`'s replay: every save, run, submit and paste, in order (checker/mock/replay.py)
     timeline: list[dict[str, Any]] = field(default_factory=list)
+    # The variant drawn for this problem (`kata mock start --variants`): {parameter: value};
+    # empty: the standard kata. Its statement, skeleton and grading follow it.
+    variant: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kata_object(self) -> Kata:
+        """The kata as this interview asks it: in its variant, if one was drawn."""
+        return catalog.get_kata(self.kata).with_variant(self.variant or None)
 
     @property
     def last_check(self) -> dict[str, Any] | None:
@@ -434,7 +442,7 @@ def create(
     for k in katas:
         # Two katas with the same file name would overwrite each other: prefix the id then.
         file = k.solution_file if names.count(k.solution_file) == 1 else f"{k.id}_{k.solution_file}"
-        skeleton = k.skeleton_path.read_bytes()
+        skeleton = k.skeleton_path.read_bytes()  # a variant's, when one was drawn
         (folder / file).write_bytes(skeleton)
         statement = f"{k.id}.statement.md"
         (folder / statement).write_text(k.statement(lang), encoding="utf-8")
@@ -448,6 +456,7 @@ def create(
                 title={"en": k.title.en, "zh": k.title.zh},
                 reason=reasons.get(k.id, both("mock.chosen_by_you")),
                 skeleton_sha=sha(skeleton),
+                variant=k.variant_values if k.variant else {},
             )
         )
     s = Session(
@@ -606,9 +615,7 @@ def _fallback(s: Session, p: Problem) -> tuple[bytes, str]:
     if p.checkpoint and cp.is_file() and p.checkpoint["t"] <= s.deadline:
         when = time.strftime("%H:%M:%S", time.localtime(p.checkpoint["t"]))
         return cp.read_bytes(), msg("mock.note_used_checkpoint", s.lang, when=when)
-    return catalog.get_kata(p.kata).skeleton_path.read_bytes(), msg(
-        "mock.note_used_skeleton", s.lang
-    )
+    return p.kata_object.skeleton_path.read_bytes(), msg("mock.note_used_skeleton", s.lang)
 
 
 def close_if_due(folder: Path) -> Session:
@@ -641,7 +648,7 @@ def take_hint(folder: Path, kata: str | None) -> tuple[Problem, str, str] | None
                 )
             )
         p = s.problem(kata)
-        found = next_hint(s, p, catalog.get_kata(p.kata))
+        found = next_hint(s, p, p.kata_object)
         if found is None:
             return None
         p.hints.append(found[0])

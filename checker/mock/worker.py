@@ -40,7 +40,12 @@ def _serve(replies: IO[str]) -> None:
             reply = {
                 "ok": True,
                 "id": req.get("id"),
-                "result": check_file(req["kata"], Path(req["path"]), req.get("lang", "en")),
+                "result": check_file(
+                    req["kata"],
+                    Path(req["path"]),
+                    req.get("lang", "en"),
+                    variant=req.get("variant"),
+                ),
             }
         except KataError as exc:
             reply = {"ok": False, "id": req.get("id"), "error": exc.message}

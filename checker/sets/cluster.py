@@ -63,8 +63,10 @@ def grade_remote(
     limits: tuple[float, float, int],
     lang: str,
     rules: FileRules,
+    variant: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Runs on a Dask worker: grade `source` (saved as `name`) like a local grading worker."""
+    """Runs on a Dask worker: grade `source` (saved as `name`) like a local grading worker
+    (`variant`: the student's, None for the standard kata)."""
     from attnkata.checker.proxy import Limits
     from attnkata.checker.runner import check
     from attnkata.checker.sets.manifest import kata_hash as hash_of
@@ -88,7 +90,7 @@ def grade_remote(
         with tempfile.TemporaryDirectory(prefix="attnkata-dask-") as tmp:
             path = Path(tmp) / name
             path.write_bytes(source)
-            reply = grade_one(check, kata_id, path, lim, lang, rules)
+            reply = grade_one(check, kata_id, path, lim, lang, rules, variant)
             reply["worker_path"] = str(path.resolve())
         return reply
 
@@ -171,6 +173,7 @@ def run_dask(
                 limits,
                 lang,
                 rules,
+                t.variant,
                 pure=False,
                 key=f"attnkata-grade-{t.index}-{t.sha256[:16]}",
             )

@@ -77,6 +77,13 @@ class CreateOptions:
         default_factory=list
     )  # modules allowed beyond the policy's list
     warnings: list[str] = field(default_factory=list)
+    # Per-student variants (checker/sets/roster.py): the roster file, the secret they are
+    # drawn from (None: a fresh one, kept in the instructor's manifest) and how many variants
+    # of each kata the class shares out (each one checked before it is handed out).
+    variants: bool = False
+    roster: Path | None = None
+    variant_seed: str | None = None
+    variant_pool: int = 12
 
 
 def _validate(opts: CreateOptions) -> list[Kata]:
@@ -90,6 +97,12 @@ def _validate(opts: CreateOptions) -> list[Kata]:
         raise UsageError("--points must be positive")
     check_penalty(opts.late_penalty)
     check_policy(opts.policy, opts.allow_imports, UsageError, "--policy/--allow-imports")
+    if opts.variants and opts.roster is None:
+        raise UsageError("--variants needs the class: --roster FILE (one student id per line)")
+    if opts.roster is not None and not opts.variants:
+        raise UsageError("--roster is for per-student variants: add --variants")
+    if opts.variants and opts.variant_pool < 1:
+        raise UsageError("--variant-pool must be at least 1")
     ids = [k.strip() for k in opts.katas if k.strip()]
     if not ids:
         raise UsageError("no katas given", "pass e.g. --katas sdpa,mha (see `kata list`)")
@@ -134,9 +147,22 @@ def _prepare_out(out: Path, force: bool) -> None:
 
 def student_file(kata: Kata, level: str) -> str:
     if level == "guided":
-        ref = reference_file(kata)
-        return strip_solution(ref.read_text(encoding="utf-8"), keep_markers=True, filename=str(ref))
+        from attnkata.checker.variant_text import reference_source
+
+        return strip_solution(reference_source(kata), keep_markers=True, filename=kata.id)
     return kata.skeleton_path.read_text(encoding="utf-8")
+
+
+def write_kata(kata: Kata, folder: Path, level: str, langs: list[str], doc: dict) -> int:
+    """A kata's student folder (statements, the file to complete, public samples); the
+    number of samples written. `kata` may be a variant: its own texts and samples."""
+    from attnkata.checker.sets import samples
+
+    folder.mkdir(parents=True)
+    for lang in langs:
+        (folder / kata.statement_path(lang).name).write_text(kata.statement(lang), encoding="utf-8")
+    (folder / kata.solution_file).write_text(student_file(kata, level), encoding="utf-8")
+    return samples.write_doc(kata, folder, doc)
 
 
 def create_set(opts: CreateOptions, log: Callable[[str], None] | None = None) -> Manifest:
@@ -147,6 +173,12 @@ def create_set(opts: CreateOptions, log: Callable[[str], None] | None = None) ->
 
     say = log or (lambda _msg: None)
     katas = _validate(opts)
+    students: list[str] = []
+    if opts.variants:
+        from attnkata.checker.sets.roster import read_roster
+
+        assert opts.roster is not None
+        students = read_roster(opts.roster)  # before any work: a bad roster is a usage error
     out = Path(opts.out)
     _prepare_out(out, opts.force)
     due = parse_deadline(opts.due) if opts.due else None
@@ -159,19 +191,15 @@ def create_set(opts: CreateOptions, log: Callable[[str], None] | None = None) ->
         student, instructor = tmp / "student", tmp / "instructor"
         entries = []
         langs = ["en", "zh"] if opts.lang == "both" else [opts.lang]
+        recordings: dict[str, list[samples.RecordedTest]] = {}
         for kata in katas:
             say(f"{kata.id}: statement, skeleton, public samples")
-            folder = student / kata.id
-            folder.mkdir(parents=True)
-            for lang in langs:
-                (folder / kata.statement_path(lang).name).write_text(
-                    kata.statement(lang), encoding="utf-8"
-                )
-            (folder / kata.solution_file).write_text(
-                student_file(kata, opts.level), encoding="utf-8"
-            )
             doc, _skipped, recorded = samples.build_samples(kata, opts.public_tests, opts.seed)
-            n = samples.write_doc(kata, folder, doc)
+            recordings[kata.id] = recorded
+            if opts.variants:  # every student gets a folder of their own variants instead
+                n = len(doc["cases"])
+            else:
+                n = write_kata(kata, student / kata.id, opts.level, langs, doc)
             if n < opts.public_tests:
                 opts.warnings.append(
                     f"{kata.id}: {n} public sample(s) instead of {opts.public_tests} "
@@ -236,15 +264,21 @@ def create_set(opts: CreateOptions, log: Callable[[str], None] | None = None) ->
                 "seed": opts.seed,
             },
         )
+        extra: list[str] = []
+        if opts.variants:
+            from attnkata.checker.sets.variant_sets import share_out
+
+            extra = share_out(manifest, katas, students, opts, student, instructor, recordings, say)
         say("README and handout")
         (student / "README.md").write_text(student_readme(manifest), encoding="utf-8")
-        (student / "handout.html").write_text(
-            render_handout(
-                title, katas, lang=opts.lang, level=opts.level, due=due, created=created[:10]
-            ),
-            encoding="utf-8",
-        )
-        leaks = find_leaks(student, katas)
+        if not opts.variants:
+            (student / "handout.html").write_text(
+                render_handout(
+                    title, katas, lang=opts.lang, level=opts.level, due=due, created=created[:10]
+                ),
+                encoding="utf-8",
+            )
+        leaks = find_leaks(student, katas, extra)
         if leaks:
             raise KataDefinitionError(
                 "the student folder would leak hidden material:\n  - " + "\n  - ".join(leaks[:10])
@@ -291,9 +325,12 @@ def _public_lines(kata: Kata) -> set[str]:
     return {ln.strip() for t in texts for ln in t.splitlines()}
 
 
-def find_leaks(student: Path, katas: list[Kata], min_length: int = 16) -> list[str]:
+def find_leaks(
+    student: Path, katas: list[Kata], extra: list[str] | None = None, min_length: int = 16
+) -> list[str]:
     """What in `student` comes from hidden material: a line of a reference's solution regions
-    or of a hidden grader (that is not also public), or an import of attnkata."""
+    or of a hidden grader (that is not also public), or an import of attnkata. `extra`: more
+    hidden sources (variants' references) whose solution regions count as a reference's."""
     files = {
         p: _visible_text(p)
         for p in sorted(student.rglob("*"))
@@ -302,10 +339,8 @@ def find_leaks(student: Path, katas: list[Kata], min_length: int = 16) -> list[s
     leaks = []
     for kata in katas:
         public = _public_lines(kata)
-        secret = {
-            ("reference", ln)
-            for ln in _solution_lines(reference_file(kata).read_text(encoding="utf-8"))
-        }
+        hidden = [reference_file(kata).read_text(encoding="utf-8"), *(extra or [])]
+        secret = {("reference", ln) for text in hidden for ln in _solution_lines(text)}
         secret |= {
             ("grader", ln.strip())
             for ln in kata.grader_path.read_text(encoding="utf-8").splitlines()

@@ -26,6 +26,7 @@ import zipfile
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import msg
@@ -136,7 +137,8 @@ rm -f "$ROOT/results/results.json"
 KATA="${ATTNKATA_KATA:-${ATTNKATA_VENV:-/opt/attnkata}/bin/kata}"
 [ -x "$KATA" ] || KATA=kata
 "$KATA" set autograde "$ROOT/source/set" "$ROOT/submission" --format gradescope \\
-  --out "$ROOT/results/results.json"
+  --out "$ROOT/results/results.json" \\
+  $([ -f "$ROOT/submission_metadata.json" ] && echo --student-from "$ROOT/submission_metadata.json")
 code=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
   # No result means attnkata itself failed (a changed set, a broken install): say so, score 0.
@@ -201,7 +203,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$ROOT/results"
 rm -f "$ROOT/results/results.json"
 KATA="${ATTNKATA_KATA:-kata}"
-"$KATA" set autograde "$HERE/set" "$ROOT/student" --format prairielearn --out "$ROOT/results/results.json"
+"$KATA" set autograde "$HERE/set" "$ROOT/student" --format prairielearn --out "$ROOT/results/results.json" \\
+  $([ -f "$ROOT/data/data.json" ] && echo --student-from "$ROOT/data/data.json")
 code=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
   printf '{"gradable": false, "score": 0, "message": "The autograder failed (attnkata exit code %s); this attempt does not count.", "format_errors": ["attnkata could not grade this submission"], "tests": []}\\n' "$code" > "$ROOT/results/results.json"
@@ -250,7 +253,68 @@ def export_prairielearn(bundle: Path, out: Path, install: Install, manifest: Man
         }
     }
     (out / "info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    if manifest.options.get("variants", {}).get("pools"):
+        write_pl_variants(out, manifest)
     return out
+
+
+PL_SERVER = """# PrairieLearn question code: each student's variant of the attnkata set, as question params.
+# PrairieLearn calls generate() once per question variant it gives a student (and keeps it);
+# the external grader reads params["attnkata_variants"] from /grade/data/data.json.
+import hashlib
+import json
+
+POOLS = json.loads({pools!r})
+
+
+def generate(data):
+    seed = str(data.get("variant_seed", ""))
+    chosen, links = {{}}, []
+    for kata, pool in POOLS.items():
+        i = int(hashlib.sha256(f"{{seed}}:{{kata}}".encode()).hexdigest(), 16) % len(pool)
+        chosen[kata] = pool[i]["variant"]
+        links.append({{"kata": kata, "variant": pool[i]["key"], "file": pool[i]["file"]}})
+    data["params"]["attnkata_variants"] = chosen
+    data["params"]["attnkata_statements"] = links
+"""
+
+PL_QUESTION = """<pl-question-panel>
+  <p>Your variants of the katas (their first section states your conventions):</p>
+  <ul>
+  {{#params.attnkata_statements}}
+    <li><a href="{{options.client_files_question_url}}/{{file}}">{{kata}} ({{variant}})</a></li>
+  {{/params.attnkata_statements}}
+  </ul>
+</pl-question-panel>
+"""
+
+
+def write_pl_variants(out: Path, manifest: Manifest) -> None:
+    """A question whose params are each student's variants (server.py), its statements in
+    clientFilesQuestion/, and a question.html that links them."""
+    from attnkata.checker import variants as vs
+    from attnkata.checker.sets.manifest import load_set_kata
+
+    pools: dict[str, list[dict[str, Any]]] = {}
+    client = out / "clientFilesQuestion"
+    for kata_id, pool in manifest.options["variants"]["pools"].items():
+        kata = load_set_kata(kata_id)
+        for variant in pool:
+            kv = kata.with_variant(variant)
+            name = f"{kata_id}/{kv.variant_key.replace(',', '_').replace('=', '-')}.md"
+            (client / name).parent.mkdir(parents=True, exist_ok=True)
+            (client / name).write_text(
+                "\n\n".join(kv.statement(lang) for lang in ("en", "zh")), encoding="utf-8"
+            )
+            pools.setdefault(kata_id, []).append(
+                {
+                    "variant": vs.complete(kata.variants, variant),
+                    "key": kv.variant_key,
+                    "file": name,
+                }
+            )
+    (out / "server.py").write_text(PL_SERVER.format(pools=json.dumps(pools)), encoding="utf-8")
+    (out / "question.html").write_text(PL_QUESTION, encoding="utf-8")
 
 
 # -- GitHub Classroom ------------------------------------------------------------------------------
@@ -262,13 +326,15 @@ def workflow(
 ) -> str:
     """`.github/workflows/classroom.yml`: one step per kata, then the grading reporter."""
     install = install or Install(from_index=True)
+    # A set with per-student variants: the roster's ids are the students' GitHub logins.
+    student = " --student ${{ github.actor }}" if manifest.variants else ""
     steps = []
     for k in manifest.katas:
         minutes = max(2, int(manifest.grading.timeout // 60) + 5)
         steps.append(f"""      - name: {k.id}
         id: {k.id}
         timeout-minutes: {minutes}
-        run: kata set autograde {set_path} . --kata {k.id} --format github-classroom --github-output >> "$GITHUB_OUTPUT"
+        run: kata set autograde {set_path} . --kata {k.id} --format github-classroom --github-output{student} >> "$GITHUB_OUTPUT"
 """)
     env = "".join(
         f'          {k.id.upper()}_RESULTS: "${{{{ steps.{k.id}.outputs.result }}}}"\n'

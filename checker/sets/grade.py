@@ -65,6 +65,9 @@ class GradeOptions:
     out: Path | None = None
     fresh: bool = False
     katas: list[str] | None = None  # grade only these katas of the set (platform autograders)
+    # {kata: {parameter: value}} for every student, instead of the roster's (a platform that
+    # draws variants itself: PrairieLearn's question params)
+    variants: dict[str, dict[str, str]] | None = None
     dask: str | None = None  # a Dask scheduler address, or local[:N]: grade on that cluster
 
 
@@ -117,6 +120,7 @@ class _Task:
     path: str
     sha256: str
     attempts: int = 0
+    variant: dict[str, str] | None = None  # the student's variant (None: the standard kata)
 
 
 # -- submissions -----------------------------------------------------------------------------
@@ -266,7 +270,9 @@ def _worker_main(
             return
         if task is None:
             return
-        reply = grade_one(check, task["kata"], Path(task["path"]), lim, lang, rules)
+        reply = grade_one(
+            check, task["kata"], Path(task["path"]), lim, lang, rules, task.get("variant")
+        )
         try:
             conn.send((task["index"], reply))
         except (BrokenPipeError, OSError):
@@ -299,7 +305,9 @@ class _Worker:
 
     def assign(self, task: _Task) -> bool:
         try:
-            self.conn.send({"index": task.index, "kata": task.kata, "path": task.path})
+            self.conn.send(
+                {"index": task.index, "kata": task.kata, "path": task.path, "variant": task.variant}
+            )
         except (BrokenPipeError, OSError):
             return False
         task.attempts += 1
@@ -549,9 +557,21 @@ def grade_set(
         "allow_imports": list(rules.allow_imports),
     }
     kata_by_id = {k.id: k for k in manifest.katas}
+    if manifest.variants:
+        strangers = [s for s in students if s not in manifest.variants]
+        if strangers:
+            warnings.append(
+                f"not on the roster, graded against the standard katas: {', '.join(strangers[:10])}"
+                + (f" and {len(strangers) - 10} more" if len(strangers) > 10 else "")
+            )
     for student in students:
         for k in manifest.katas:
             points = manifest.points(k.id)
+            variant = (
+                opts.variants.get(k.id)
+                if opts.variants is not None
+                else manifest.variant_of(student, k.id)
+            )
             path, notes = locate(submissions / student, k.solution_file)
             entry = Entry(student, k.id, MISSING, 0.0, points, notes=notes)
             entries[(student, k.id)] = entry
@@ -578,12 +598,16 @@ def grade_set(
                 continue
             entry.sha256 = file_sha256(path)
             key = {"sha256": entry.sha256, "kata_hash": k.hash, "config": config}
+            if variant:
+                key["variant"] = variant  # another variant is another grade
             done = None if opts.fresh else journal.lookup(student, k.id, key)
             if done is not None:
                 _apply(entry, done["result"], done.get("seconds", 0.0), manifest, penalty)
                 entry.reused = True
             else:
-                tasks.append(_Task(len(tasks), student, k.id, str(path.resolve()), entry.sha256))
+                tasks.append(
+                    _Task(len(tasks), student, k.id, str(path.resolve()), entry.sha256, 0, variant)
+                )
     counts = {
         "total": len(tasks),
         "done": 0,
@@ -615,6 +639,7 @@ def grade_set(
                     "sha256": task.sha256,
                     "kata_hash": kata_by_id[task.kata].hash,
                     "config": config,
+                    **({"variant": task.variant} if task.variant else {}),
                     "seconds": entry.seconds,
                     "result": result,
                     "ts": time.time(),

@@ -125,7 +125,12 @@ def signatures(source: str, entry_points: tuple[str, ...]) -> list[str]:
 
 def statement_without_conventions(kata: Kata, lang: str) -> str:
     text = kata.statement_path(lang).read_text(encoding="utf-8")
-    return text.replace(CONVENTIONS_MARK, msg("handout.see_conventions", lang))
+    text = text.replace(CONVENTIONS_MARK, msg("handout.see_conventions", lang))
+    if kata.variant:  # a student's own variant: its conventions first
+        from attnkata.checker.variant_text import statement
+
+        text = statement(kata, text, lang)
+    return text
 
 
 def _langs(lang: str) -> list[str]:

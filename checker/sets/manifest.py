@@ -244,6 +244,16 @@ class Manifest:
     created: str = ""
     attnkata_version: str = __version__
     format: int = FORMAT
+    # Per-student variants (`kata set create --variants`): {student: {kata: {parameter:
+    # value}}}, and the secret they were drawn from (the same secret and student id give the
+    # same variant again). Empty: every student gets the standard katas.
+    variants: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    variant_secret: str = ""
+
+    def variant_of(self, student: str, kata_id: str) -> dict[str, str] | None:
+        """The student's variant of `kata_id`; None when the set has no variants or the
+        student is not on its roster (then graded against the standard kata)."""
+        return self.variants.get(student, {}).get(kata_id) if self.variants else None
 
     @property
     def kata_ids(self) -> list[str]:
@@ -278,6 +288,8 @@ class Manifest:
                 created=str(data.get("created", "")),
                 attnkata_version=str(data.get("attnkata_version", "")),
                 format=FORMAT,
+                variants=_variants(data.get("variants", {}), where),
+                variant_secret=str(data.get("variant_secret", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise BundleError(
@@ -293,6 +305,20 @@ class Manifest:
             raise BundleError(f"{where}: late_penalty must be between 0 and 1")
         check_policy(grading.policy, grading.allow_imports, BundleError, where)
         return manifest
+
+
+def _variants(data: Any, where: str) -> dict[str, dict[str, dict[str, str]]]:
+    ok = isinstance(data, dict) and all(
+        isinstance(per, dict)
+        and all(
+            isinstance(v, dict) and all(isinstance(x, str) for x in [*v, *v.values()])
+            for v in per.values()
+        )
+        for per in data.values()
+    )
+    if not ok:
+        raise BundleError(f"{where}: `variants` must map student -> kata -> {{parameter: value}}")
+    return data
 
 
 def write_manifest(bundle: Path, manifest: Manifest) -> Path:

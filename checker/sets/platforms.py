@@ -202,6 +202,7 @@ def part_output(v: KataView, p: TierPart, lang: str, md: bool) -> str:
     else:
         out += _tier_summary(p, lang, md)
     if p is _carries_diagnoses(v):
+        out += _variant_note(v, lang)
         for note in v.entry.notes:
             out.append(f"- {note}")
         for d in v.diagnoses:
@@ -219,7 +220,19 @@ def part_output(v: KataView, p: TierPart, lang: str, md: bool) -> str:
 def _kata_message(v: KataView, lang: str) -> str:
     if v.entry.status == MISSING:
         return msg("report.missing_file", lang) + f" ({v.kata.solution_file})"
-    return "\n\n".join(diagnosis_text(d, v.lines, lang) for d in v.diagnoses)
+    return "\n\n".join(
+        [*_variant_note(v, lang), *(diagnosis_text(d, v.lines, lang) for d in v.diagnoses)]
+    )
+
+
+def _variant_note(v: KataView, lang: str) -> list[str]:
+    """The student's variant, when the kata was graded in one."""
+    from attnkata.checker.sets.report import variant_key
+
+    variant = (v.entry.result or {}).get("variant")
+    if not variant:
+        return []
+    return [f"{msg('variant.graded', lang)}: {variant_key(v.kata.id, variant)}"]
 
 
 # -- the platforms' schemas ------------------------------------------------------------------------
@@ -365,6 +378,7 @@ def _extra(cr: ClassResults, student: str, vs: list[KataView]) -> dict[str, Any]
                 "points": v.entry.points,
                 "late": v.entry.late,
                 "notes": v.entry.notes,
+                "variant": (v.entry.result or {}).get("variant") or {},
                 "diagnoses": [diagnosis_record(d, v.lines) for d in v.diagnoses],
             }
             for v in vs
@@ -411,6 +425,40 @@ def _copy_submission(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, ignore=ignore, symlinks=True)
 
 
+def who(
+    bundle: Path, submission: Path, student: str | None, student_from: Path | None
+) -> tuple[str, dict[str, dict[str, str]] | None]:
+    """(the student id the submission is graded as, the variants a platform drew for it or
+    None). In order: `student` (`--student`); `student_from` (`--student-from`): Gradescope's
+    submission_metadata.json (the first user's sid, else e-mail login, when on the roster) or
+    PrairieLearn's data.json (its question params' `attnkata_variants`); the folder's name
+    when it is on the set's roster. Otherwise "submission": the standard katas."""
+    from attnkata.checker.sets.manifest import read_manifest
+
+    roster = read_manifest(Path(bundle)).variants
+    if student:
+        if roster and student not in roster:
+            raise UsageError(
+                f"{student!r} is not on the set's roster", "see instructor/variants.csv"
+            )
+        return student, None
+    if student_from is not None:
+        try:
+            data = json.loads(Path(student_from).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot read {student_from}: {exc}") from None
+        params = data.get("params") if isinstance(data, dict) else None
+        if isinstance(params, dict) and isinstance(params.get("attnkata_variants"), dict):
+            return "submission", params["attnkata_variants"]
+        for user in data.get("users", []) if isinstance(data, dict) else []:
+            for cand in (str(user.get("sid") or ""), str(user.get("email") or "").split("@")[0]):
+                if cand and cand in roster:
+                    return cand, None
+    if Path(submission).resolve().name in roster:
+        return Path(submission).resolve().name, None
+    return "submission", None
+
+
 def autograde(
     bundle: Path,
     submission: Path,
@@ -418,8 +466,11 @@ def autograde(
     *,
     opts: GradeOptions | None = None,
     hidden_tiers: list[str] | None = None,
+    student: str | None = None,
+    student_from: Path | None = None,
 ) -> dict[str, Any]:
-    """Grade one submission folder against the set in `bundle`; the platform's result JSON."""
+    """Grade one submission folder against the set in `bundle`; the platform's result JSON.
+    A set with per-student variants grades it in the variant of the student `who` finds."""
     if fmt not in BUILDERS:
         raise UsageError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
     if hidden_tiers is not None and (bad := sorted(set(hidden_tiers) - set(TIERS))):
@@ -430,8 +481,10 @@ def autograde(
             f"{submission} is not a folder", "SUBMISSION is the folder with the student's files"
         )
     opts = opts or GradeOptions()
+    student, drawn = who(Path(bundle), submission, student, student_from)
+    if drawn is not None:
+        opts.variants = drawn
     with tempfile.TemporaryDirectory(prefix="attnkata-autograde-") as tmp:
-        student = "submission"
         _copy_submission(submission, Path(tmp) / "class" / student)
         opts.jobs, opts.out, opts.fresh = 1, Path(tmp) / "out", True
         cr = grade_set(Path(bundle), Path(tmp) / "class", opts)

@@ -21,6 +21,7 @@ def _section(m: Manifest, lang: str) -> str:
     lines = [
         msg("readme.intro", lang),
         "",
+        *([msg("variant.readme", lang), ""] if m.variants else []),
         "| " + " | ".join(msg(f"readme.table.{i}", lang) for i in range(TABLE_COLUMNS)) + " |",
         "|---|---|---|---|---|",
     ]

@@ -149,10 +149,27 @@ def _cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
+def variant_key(kata_id: str, variant: dict[str, str] | None) -> str:
+    """The name of a student's variant ("standard" for the standard kata)."""
+    from attnkata.checker import variants as vs
+    from attnkata.checker.sets.manifest import load_set_kata
+
+    return vs.key(load_set_kata(kata_id).variants, variant or {})
+
+
+def variant_lines(kata_id: str, variant: dict[str, str] | None, lang: str) -> list[str]:
+    """What the variant changes, one sentence per parameter (empty for the standard kata)."""
+    from attnkata.checker import variants as vs
+    from attnkata.checker.sets.manifest import load_set_kata
+
+    return vs.summary(load_set_kata(kata_id).variants, variant or {}, lang)
+
+
 def write_csv(cr: ClassResults, path: Path) -> Path:
     ids = cr.manifest.kata_ids
     f = io.StringIO(newline="")
     w = csv.writer(f)
+    with_variants = bool(cr.manifest.variants)
     w.writerow(
         [
             "student",
@@ -163,6 +180,7 @@ def write_csv(cr: ClassResults, path: Path) -> Path:
             *[f"{k} status" for k in ids],
             "late",
             "missing",
+            *([f"{k} variant" for k in ids] if with_variants else []),
         ]
     )
     for s in cr.students:
@@ -177,6 +195,11 @@ def write_csv(cr: ClassResults, path: Path) -> Path:
                 *[e.status for e in es],
                 " ".join(e.kata for e in es if e.late),
                 " ".join(e.kata for e in es if e.status == MISSING),
+                *(
+                    [variant_key(k, cr.manifest.variant_of(s, k)) for k in ids]
+                    if with_variants
+                    else []
+                ),
             ]
         )
     write_atomic(path, f.getvalue())
@@ -375,6 +398,10 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
             + (f" · {msg('report.late_note', lang)}" if e.late else ""),
             "",
         ]
+        variant = m.variant_of(student, k.id)
+        if variant:  # the conventions this student was graded in
+            out += [f"{msg('variant.graded', lang)}: `{variant_key(k.id, variant)}`", ""]
+            out += [f"- {_inline(line)}" for line in variant_lines(k.id, variant, lang)] + [""]
         for note in e.notes:
             out.append(f"- {_inline(note)}")
         if e.notes:
@@ -599,9 +626,13 @@ def render_html(cr: ClassResults, *, head: str = "", extra: str = "") -> str:
         for k in m.kata_ids:
             e: Entry = cr.entry(s, k)
             status = label("report.statuses", e.status, lang)
+            variant = m.variant_of(s, k)
+            shown = (
+                f"<br><small><code>{esc(variant_key(k, variant))}</code></small>" if variant else ""
+            )
             cells.append(
                 f'<td class="num s-{esc(e.status)}" title="{esc(status)}">{e.score:g} '
-                f"<small>{esc(status)}</small></td>"
+                f"<small>{esc(status)}</small>{shown}</td>"
             )
             notes += [
                 f"{k}: {clip(n, 120)}" for n in e.notes

@@ -20,6 +20,7 @@ import importlib
 import json
 import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -446,9 +447,16 @@ def _describe(step: dict[str, Any]) -> str:
 
 
 def build_case(
-    module: Any, path: Path, test: RecordedTest, seed: int, index: int
+    module: Any,
+    path: Path,
+    test: RecordedTest,
+    seed: int,
+    index: int,
+    convert: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
-    """One public sample from one recorded test (raises SampleError when it cannot be one)."""
+    """One public sample from one recorded test (raises SampleError when it cannot be one).
+    `convert`: the steps' inputs into a variant's conventions (`module` is then the variant's
+    reference), after they are re-drawn."""
     if test.status != "pass" or not test.steps:
         raise SampleError("the reference does not pass it")
     if any(s.get("failed") for s in test.steps):
@@ -460,6 +468,8 @@ def build_case(
         steps, changed = perturb_steps(test.steps, seed, ints=True)
     if changed == 0:
         raise SampleError("no input could be re-drawn (it would show a hidden input)")
+    if convert is not None:
+        steps = convert(steps)
     outputs = replay(module, path, steps, seed=1)
     again = replay(module, path, steps, seed=2)
     if not all(
@@ -559,13 +569,22 @@ def step_inputs(step: dict[str, Any]) -> list[Any]:
 
 
 def build_samples(
-    kata: Kata, n: int, seed: int
+    kata: Kata, n: int, seed: int, recorded: list[RecordedTest] | None = None
 ) -> tuple[dict[str, Any], list[str], list[RecordedTest]]:
     """The public-sample document for `kata` (at most `n` cases), why tests were passed over,
-    and what the hidden grader asked for (to count its tests)."""
-    module = importlib.import_module(f"attnkata.reference.{kata.module_name}")
+    and what the hidden grader asked for (to count its tests). A variant's samples are the
+    standard grader's requests in its conventions, answered by its reference; `recorded`:
+    the standard kata's recording, when already made."""
+    module: Any = importlib.import_module(f"attnkata.reference.{kata.module_name}")
     path = reference_file(kata)
-    recorded = record(kata)
+    recorded = recorded if recorded is not None else record(kata.standard)
+    convert = None
+    if kata.variant:
+        from attnkata.checker.adapter import Conventions
+        from attnkata.checker.sets.variant_check import load_reference
+
+        module, conv = load_reference(kata), Conventions(kata)
+        convert = lambda steps: to_variant(conv, steps)  # noqa: E731
     hidden: set[tuple[Any, ...]] = set()
     for test in recorded:
         for step in test.steps:
@@ -577,7 +596,7 @@ def build_samples(
             break
         case_seed = zlib.crc32(f"{kata.id}:{seed}:{test.id}".encode())
         try:
-            case = build_case(module, path, test, case_seed, len(cases) + 1)
+            case = build_case(module, path, test, case_seed, len(cases) + 1, convert)
             shown: set[tuple[Any, ...]] = set()
             for step in case["steps"]:
                 _float_keys(
@@ -590,6 +609,31 @@ def build_samples(
             skipped.append(f"{test.id}: {exc}")
     doc = {"kata": kata.id, "solution_file": kata.solution_file, "format": 1, "cases": cases}
     return doc, skipped, recorded
+
+
+def to_variant(conv: Any, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Recorded steps (the standard grader's requests) in the conventions of `conv`
+    (`adapter.Conventions`): inputs converted, keywords and layers renamed."""
+    classes: dict[Any, str] = {}
+    out = []
+    for step in steps:
+        s = dict(step)
+        if s["op"] == "new":
+            classes[s.get("handle_out")] = s["name"]
+            s["args"], s["kwargs"] = conv.to_variant(s["name"], s["args"], s["kwargs"], init=True)
+        elif s["op"] == "load_state":
+            s["state"] = {
+                ".".join(conv.layers.get(part, part) for part in k.split(".")): v
+                for k, v in s["state"].items()
+            }
+        elif s["op"] == "call":
+            entry = s.get("name") or classes.get(s.get("handle"), "")
+            if s.get("method") is None:
+                s["args"], s["kwargs"] = conv.to_variant(entry, s["args"], s["kwargs"])
+                if s.get("grad_wrt"):
+                    s["grad_output"] = conv.grad_output_to_variant(entry, s["grad_output"])
+        out.append(s)
+    return out
 
 
 def decode(value: Any) -> Any:

@@ -11,6 +11,14 @@ renamed identifiers, reordered independent statements, comments and formatting.
    starts from is subtracted (its fingerprints are shared by design).
 3. Similarity of two files: the Dice coefficient of their fingerprint sets.
 
+Per-student variants (`kata set create --variants`) hand out the same kata in other
+conventions, so a copy is adapted rather than renamed: its axes moved at the boundary, its
+masks inverted, its layers renamed. Before step 1 those conventions are normalised away: a
+call that only moves axes (`x.transpose(1, 2)`, `.contiguous()`, `np.swapaxes`) is its
+argument, a logical not (`~mask`, `not flag`, `logical_not`) its operand (and `|` is `&`,
+`zeros` is `ones`: a mask built in the other polarity), a self-assignment left over is
+dropped, and every layer name a kata's variants use is its standard one.
+
 The threshold is calibrated on independent solutions of the same katas (the references, the
 correct alternatives and the real-style corpus under tests/fixtures): the short katas make
 independent solutions share plenty of `softmax(q @ k.transpose(-2, -1) * scale) @ v`, and
@@ -45,6 +53,77 @@ _PURE = (
 
 
 # -- normalisation -----------------------------------------------------------------------------------
+_AXES = {"transpose", "swapaxes", "swapdims", "permute", "contiguous", "moveaxis", "movedim"}
+
+
+def _layer_names() -> dict[str, str]:
+    """Every layer name a kata's variants use -> the standard name (`wq` -> `q_proj`)."""
+    from attnkata.checker.catalog import all_katas
+
+    out: dict[str, str] = {}
+    try:
+        katas = list(all_katas().values())
+    except Exception:  # noqa: BLE001 - a broken kata elsewhere must not stop copy detection
+        return out
+    for k in katas:
+        for p in k.variants:
+            if p.kind == "layers":
+                for value in p.values:
+                    out |= {new: old for old, new in p.rename_map(value).items()}
+    return out
+
+
+class _Conventions(ast.NodeTransformer):
+    """The conventions a variant changes, normalised away (see the module docstring)."""
+
+    def __init__(self, layers: dict[str, str]) -> None:
+        self.layers = layers
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr in _AXES:
+            if (
+                isinstance(f.value, ast.Name)
+                and f.value.id in ("np", "numpy", "torch")
+                and node.args
+            ):
+                return node.args[0]  # np.swapaxes(x, a, b), torch.transpose(x, a, b)
+            return f.value  # x.transpose(a, b), x.contiguous()
+        if isinstance(f, ast.Attribute) and f.attr == "logical_not" and node.args:
+            return node.args[0]
+        return node
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        return node.operand if isinstance(node.op, ast.Invert | ast.Not) else node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        node.attr = self.layers.get(node.attr, node.attr)
+        if node.attr in ("ones", "zeros"):  # a mask's other polarity starts from the other
+            node.attr = "ones"
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.BitOr):  # De Morgan: "blocked | masked" is "allowed & kept"
+            node.op = ast.BitAnd()
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST | None:
+        self.generic_visit(node)
+        same = [
+            isinstance(t, ast.Name) and isinstance(node.value, ast.Name) and t.id == node.value.id
+            for t in node.targets
+        ]
+        return None if same and all(same) else node
+
+
+def without_conventions(tree: ast.Module) -> ast.Module:
+    return ast.fix_missing_locations(_Conventions(_layer_names()).visit(tree))
+
+
 def _defined(tree: ast.AST) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -159,8 +238,8 @@ class _Normaliser:
 def normalised_tokens(source: str) -> list[tuple[str, int]]:
     """(token, line) of the normalised program; [] for a file that does not parse."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        tree = without_conventions(ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError):
         return []
     return _Normaliser(_defined(tree), _imported(tree)).block(tree.body)
 

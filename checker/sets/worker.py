@@ -54,8 +54,10 @@ def grade_one(
     lim: Any,
     lang: str,
     rules: FileRules,
+    variant: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Grade one file in this (worker) process: a reply for `on_reply`, never an exception."""
+    """Grade one file in this (worker) process: a reply for `on_reply`, never an exception.
+    `variant`: the student's variant of the kata (None: the standard kata)."""
     t0 = time.perf_counter()
     try:
         # A worker grades file after file: each kata's pytest session is built once (driver.py).
@@ -63,7 +65,7 @@ def grade_one(
         # so that its attention mistake is diagnosed too; the set's policy says what a finding
         # costs (policy_cost.py).
         result = check(
-            load_set_kata(kata_id),
+            load_set_kata(kata_id).with_variant(variant),
             path,
             limits=lim,
             lang=lang,

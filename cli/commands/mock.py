@@ -566,6 +566,14 @@ def start(
     ] = None,
     interactive: InteractiveOption = None,
     json_out: JsonOption = False,
+    variants: Annotated[
+        bool,
+        typer.Option(
+            "--variants",
+            help="Ask each problem in a variant: unfamiliar conventions (layout, mask polarity, "
+            "names...), as interviewers who do not use PyTorch's do. Drawn from --seed.",
+        ),
+    ] = False,
 ) -> None:
     """Start a timed mock interview.
 
@@ -582,7 +590,7 @@ def start(
         seed=seed,
     )
     s = sess.create(
-        [p.kata for p in picks],
+        [picker.in_variant(p.kata, seed) if variants else p.kata for p in picks],
         {p.kata.id: p.reason for p in picks},
         minutes=minutes,
         seed=seed,
@@ -683,7 +691,7 @@ def check(
         with sess.mutate(s.folder) as cur:
             path = sess.take_checkpoint(cur, cur.problem(p.kata), sess.now())
             taken = cur.problem(p.kata).checkpoint["t"]
-        result = grading.check_result(p.kata, path, s.lang)
+        result = grading.check_result(p.kata, path, s.lang, variant=p.variant)
         data = grading.jsonable(result.to_dict())
         with sess.mutate(s.folder) as cur:
             if cur.state == sess.ACTIVE:

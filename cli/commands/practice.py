@@ -154,6 +154,9 @@ def show(kata: KataArg, lang: LangOption = None) -> None:
 
     lang = resolve_lang(lang)
     kata_id, text = catalog.statement(kata, lang)
+    k = _practised(kata_id)
+    if k.variant:  # the workspace file was started in a variant: its statement
+        text = k.statement(lang)
     print_statement(out, kata_id, lang, text)
 
 
@@ -177,14 +180,38 @@ def start(
         typer.Option("--force", help="Replace an existing file (a timestamped backup is kept)."),
     ] = False,
     lang: LangOption = None,
+    variant: Annotated[
+        str | None,
+        typer.Option(
+            "--variant",
+            help="Practise under other conventions: random, standard, or e.g. "
+            "layout=blhd,mask=masked (`kata check` then grades in them).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Copy the skeleton of KATA into your workspace and show the statement."""
+    from attnkata.checker import api, variants
+
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
+    if variant is not None:
+        k = k.with_variant(variants.parse_spec(k.variants, variant, k.id))
+    target = workspace.solution_path(k, directory)
+    kept = api.started_variant(k.standard, target) if target.exists() and not force else None
+    if kept is not None and variant is not None and kept.variant != k.variant:
+        err.print(msg("variant.kept_file", lang, path=target), style="yellow", highlight=False)
+    k = kept or k  # a file left as it is keeps the variant it was started in
     res = workspace.start(k, directory, force)
     with History() as h:
-        h.record_event(k.id, "start", {"file": str(res.path)})
+        h.record_event(
+            k.id,
+            "start",
+            {"file": str(res.path), **({"variant": k.variant_values} if k.variant else {})},
+        )
     out.print(_markdown(k.statement(lang)))
+    if k.variant:
+        out.print(msg("variant.started", lang, name=k.variant_key, kata=k.id))
     if res.backup:
         out.print(f"[yellow]Kept your previous file as {res.backup}[/]")
     if res.created:
@@ -435,7 +462,7 @@ def solution(
             raise typer.Exit(1)
         return True
 
-    code = reveal_solution(catalog.get_kata(kata), lambda: yes or confirm())
+    code = reveal_solution(_practised(catalog.resolve_id(kata)), lambda: yes or confirm())
     from rich.syntax import Syntax  # pygments: only where code is shown
 
     # Long lines wrap (with the line number kept) instead of being cut at the terminal's edge.
@@ -458,7 +485,21 @@ def reveal_solution(k: catalog.Kata, confirmed: Callable[[], bool]) -> str:
                 "you have not passed this kata yet", "confirm to see the solution anyway"
             )
         h.record_event(k.id, "solution", {"after_pass": passed})
+    if k.variant:  # the variant's reference: the standard one, converted at its boundary
+        from attnkata.checker.variant_text import reference_source
+
+        return strip_markers(reference_source(k))
     return strip_markers(reference_path(k.id).read_text(encoding="utf-8"))
+
+
+def _practised(kata_id: str) -> catalog.Kata:
+    """The kata as the workspace file was started (`kata start --variant`), else the standard."""
+    from attnkata.checker import api
+
+    with History() as h:  # cheap: the kata.toml is read only for a file started in a variant
+        started = any('"variant"' in e["detail"] for e in h.events(kata_id, "start"))
+    k = catalog.get_kata(kata_id)
+    return api.started_variant(k, workspace.solution_path(k)) if started else k
 
 
 def history(

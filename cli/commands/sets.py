@@ -4,6 +4,7 @@ A thin layer over `attnkata.checker.sets`; only `grade` and `create` import torc
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -106,6 +107,36 @@ def create(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print only the manifest as JSON.")
     ] = False,
+    variants: Annotated[
+        bool,
+        typer.Option(
+            "--variants",
+            help="Give every student on --roster a variant of each kata (its conventions: "
+            "layout, mask polarity, names...), each checked before it is handed out.",
+        ),
+    ] = False,
+    roster: Annotated[
+        Path | None,
+        typer.Option(
+            "--roster",
+            help="The class: one student id per line, or Canvas's gradebook CSV. A "
+            "submission folder is named by the student id.",
+            show_default=False,
+        ),
+    ] = None,
+    variant_seed: Annotated[
+        str | None,
+        typer.Option(
+            "--variant-seed",
+            help="The secret the variants are drawn from (the same secret gives each student "
+            "the same variant again); default: a fresh one, kept in instructor/manifest.json.",
+            show_default=False,
+        ),
+    ] = None,
+    variant_pool: Annotated[
+        int,
+        typer.Option("--variant-pool", help="Variants of each kata the class shares out."),
+    ] = 12,
 ) -> None:
     """Create a problem set: DIR/student (hand it out), DIR/instructor (keep it)."""
     from attnkata.checker.sets.create import CreateOptions, create_set
@@ -128,6 +159,10 @@ def create(
         force=force,
         timeout=timeout,
         policy=policy,
+        variants=variants,
+        roster=roster,
+        variant_seed=variant_seed,
+        variant_pool=variant_pool,
     )
     t0 = time.perf_counter()
     with err.status("creating the problem set...") as status:
@@ -149,9 +184,17 @@ def create(
         )
     out.print(table)
     out.print(f"[green]Created[/] {out_dir} in {time.perf_counter() - t0:.1f}s")
-    out.print(
-        f"  hand out:  {out_dir / 'student'}  (handout: {out_dir / 'student' / 'handout.html'})"
-    )
+    if manifest.variants:
+        distinct = {json.dumps(v, sort_keys=True) for v in manifest.variants.values()}
+        out.print(
+            f"  variants:  {len(manifest.variants)} students, {len(distinct)} distinct variants "
+            f"(table: {out_dir / 'instructor' / 'variants.csv'})"
+        )
+        out.print(f"  hand out:  {out_dir / 'student'}/<student id>/  (each their own folder)")
+    else:
+        out.print(
+            f"  hand out:  {out_dir / 'student'}  (handout: {out_dir / 'student' / 'handout.html'})"
+        )
     out.print(f"  keep:      {out_dir / 'instructor'}")
     out.print(f"  grade:     kata set grade {out_dir} SUBMISSIONS")
 
@@ -481,6 +524,24 @@ def autograde(
         str | None,
         typer.Option("--lang", help="Language of the feedback: en or zh.", show_default=False),
     ] = None,
+    student: Annotated[
+        str | None,
+        typer.Option(
+            "--student",
+            help="Grade it as this roster id, in that student's variants (default: the "
+            "folder's name when it is on the roster).",
+            show_default=False,
+        ),
+    ] = None,
+    student_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--student-from",
+            help="Gradescope's submission_metadata.json (the student) or PrairieLearn's "
+            "data.json (the variants its question params drew).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Grade one submission and write the platform's result file (exit 0 whatever it scored)."""
     from attnkata.checker.sets.grade import GradeOptions
@@ -492,7 +553,15 @@ def autograde(
     if github_output and fmt != "github-classroom":
         raise UsageError("--github-output goes with --format github-classroom")
     opts = GradeOptions(timeout=timeout, lang=lang, katas=_split(kata_ids) if kata_ids else None)
-    payload = run(bundle, submission, fmt, opts=opts, hidden_tiers=_tiers_option(hidden))
+    payload = run(
+        bundle,
+        submission,
+        fmt,
+        opts=opts,
+        hidden_tiers=_tiers_option(hidden),
+        student=student,
+        student_from=student_from,
+    )
     if out_file is not None:
         write_result(payload, out_file)
     if github_output:
@@ -597,6 +666,27 @@ def similarity(
         markup=False,
         highlight=False,
     )
+
+
+@set_app.command("solution")
+def solution(
+    bundle: Annotated[Path, typer.Argument(help="The problem set's folder.", show_default=False)],
+    student: Annotated[str, typer.Argument(help="A student id of its roster.", show_default=False)],
+    kata: Annotated[str, typer.Argument(help="One of its katas.", show_default=False)],
+    json_out: Annotated[
+        bool, typer.Option("--json", help="The variant and its reference as JSON.")
+    ] = False,
+) -> None:
+    """Print the reference solution of STUDENT's variant of KATA (instructors only)."""
+    from attnkata.checker.sets.variant_sets import student_reference
+
+    variant, source = student_reference(bundle, student, kata)
+    if json_out:
+        print_json({"student": student, "kata": kata, "variant": variant, "reference": source})
+        return
+    from rich.syntax import Syntax
+
+    out.print(Syntax(source, "python", line_numbers=True, theme="ansi_dark", word_wrap=True))
 
 
 def register(app: typer.Typer) -> None:

@@ -88,8 +88,9 @@ def _start(data: dict[str, Any], lang: str) -> Session:
     picks, minutes = picker.choose(
         chosen, count=count, difficulty=difficulty, minutes=minutes, seed=seed
     )
+    drawn = bool(data.get("variants"))
     return sess.create(
-        [p.kata for p in picks],
+        [picker.in_variant(p.kata, seed) if drawn else p.kata for p in picks],
         {p.kata.id: p.reason for p in picks},
         minutes=minutes,
         seed=seed,
@@ -103,7 +104,12 @@ async def start(request: Request) -> Response:
     grader = request.app.state.config.grader
     for p in s.problems:  # the public samples are made while the candidate reads
         grader.background(
-            "samples", kata=p.kata, path=None, cache=str(_samples_cache(s, p.kata)), seed=s.seed
+            "samples",
+            kata=p.kata,
+            path=None,
+            cache=str(_samples_cache(s, p.kata)),
+            seed=s.seed,
+            variant=p.variant,
         )
     return answer({"id": s.id, "url": f"/mock/{s.id}"})
 
@@ -229,6 +235,7 @@ async def run(request: Request) -> Response:
         cache=str(_samples_cache(s, p.kata)),
         seed=s.seed,
         lang=lang,
+        variant=p.variant,
     )
     if not reply.get("ok"):
         return answer(_failed(reply, lang))
@@ -281,7 +288,12 @@ async def submit(request: Request) -> Response:
 
     path, taken = await run_in_threadpool(checkpoint)
     reply = await request.app.state.config.grader.request(
-        "mock-check", key=f"submit:{s.id}:{p.kata}", kata=p.kata, path=str(path), lang=lang
+        "mock-check",
+        key=f"submit:{s.id}:{p.kata}",
+        kata=p.kata,
+        path=str(path),
+        lang=lang,
+        variant=p.variant,
     )
     if not reply.get("ok"):
         return answer(_failed(reply, lang))

@@ -66,7 +66,7 @@ async def list_page(request: Request) -> Response:
 @html_page
 async def kata_page(request: Request) -> Response:
     lang = lang_of(request)
-    k = catalog.get_kata(request.path_params["kata"])
+    k = _kata(request)
     state = files.read(workspace.solution_path(k), fallback=k.skeleton_path)
     config = request.app.state.config
     config.grader.warm(k.id)
@@ -87,7 +87,12 @@ async def kata_page(request: Request) -> Response:
 
 
 def _kata(request: Request) -> catalog.Kata:
-    return catalog.get_kata(request.path_params["kata"])
+    """The kata as the workspace file was started: in its variant (`kata start --variant`),
+    whose statement and skeleton the page shows and whose conventions the check grades."""
+    from attnkata.checker import api
+
+    k = catalog.get_kata(request.path_params["kata"])
+    return api.started_variant(k, workspace.solution_path(k))
 
 
 @api

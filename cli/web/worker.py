@@ -84,7 +84,11 @@ def _mock_check(req: dict[str, Any], cancel: threading.Event) -> dict[str, Any]:
     from attnkata.checker.mock import grading
 
     result = grading.check_result(
-        req["kata"], Path(req["path"]), req.get("lang", "en"), cancel=cancel
+        req["kata"],
+        Path(req["path"]),
+        req.get("lang", "en"),
+        cancel=cancel,
+        variant=req.get("variant"),
     )
     return {"result": _jsonable(result.to_dict()), "source": result.graded_source or ""}
 
@@ -94,7 +98,7 @@ def _samples(req: dict[str, Any], cancel: threading.Event) -> dict[str, Any]:
     from attnkata.checker.sets import samples
     from attnkata.checker.static import read_source
 
-    kata = catalog.get_kata(req["kata"])
+    kata = catalog.get_kata(req["kata"]).with_variant(req.get("variant") or None)
     lang = req.get("lang", "en")
     cache = Path(req["cache"])
     try:
