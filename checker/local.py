@@ -108,9 +108,23 @@ def _recording(fn: Any, log: CallLog) -> Any:
 
 
 def _namespace(fn: Any) -> dict[str, Any]:
+    """A private copy of `fn`'s module namespace in which the module's own functions look
+    their globals up too: a recorded name called from a helper (a variant's entry point calls
+    the standard one, which calls `combine`) is seen, as the child sees it in the module."""
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return dict(getattr(fn, "__globals__", {}))
+    module = getattr(fn, "__globals__", None)
+    if module is None:
+        return {}
+    copy_ = dict(module)
+    for name, value in module.items():
+        if isinstance(value, types.FunctionType) and value.__globals__ is module:
+            g = types.FunctionType(
+                value.__code__, copy_, value.__name__, value.__defaults__, value.__closure__
+            )
+            g.__kwdefaults__ = value.__kwdefaults__
+            copy_[name] = g
+    return copy_
 
 
 def _run(
