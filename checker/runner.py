@@ -124,6 +124,7 @@ def check(
     progress: Callable[[str], None] | None = None,
     keep_session: bool = False,
     preread: tuple[str, list[Diagnostic]] | None = None,
+    nodes: Iterable[str] | None = None,
 ) -> Result:
     """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file.
 
@@ -138,6 +139,8 @@ def check(
     and run again (checker/driver.py) instead of being built for every check.
     `preread`: `read_source(path, lang)` as the caller already read it (checker/api.py reads
     the file before importing this module: a save after Enter must not change what is graded).
+    `nodes`: only these tests (TestResult ids, e.g. "forward[float64]"), for a quick first look
+    at a candidate repair (checker/fix/verify.py); the status then covers only them.
     A Ctrl-C ends the candidate's processes and propagates as KeyboardInterrupt."""
     path = Path(path)
     if preread is None:
@@ -225,6 +228,9 @@ def check(
                 cancel=cancel,
                 progress=progress,
                 keep_session=keep_session,
+                nodes=None
+                if nodes is None
+                else [f"{kata.grader_path}::test_{t}" for t in nodes],
             )
         if code == pytest.ExitCode.INTERRUPTED:  # pytest swallowed it; the caller must not
             raise (

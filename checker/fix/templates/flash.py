@@ -1,0 +1,3 @@
+"""flash repairs."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""positions repairs."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""sparse repairs."""
+
+from __future__ import annotations
