@@ -19,7 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnkata.checker import messages_diagnose, messages_mock, messages_sets, messages_ui
+from attnkata.checker import (
+    messages_diagnose,
+    messages_fix,
+    messages_mock,
+    messages_sets,
+    messages_ui,
+)
 
 MESSAGES: dict[str, tuple[str, str]] = {
     "syntax_error_title": ("Syntax error", "语法错误"),
@@ -207,6 +213,7 @@ _PARTS = (
     messages_sets.MESSAGES,
     messages_ui.MESSAGES,
     messages_diagnose.MESSAGES,
+    messages_fix.MESSAGES,
 )
 for _part in _PARTS:
     _clash = MESSAGES.keys() & _part.keys()

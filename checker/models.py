@@ -217,3 +217,27 @@ class FixReport:
     @property
     def fixed_source(self) -> str | None:
         return getattr(self, "_fixed", None)
+
+
+def explained_tests(result: Result) -> tuple[list[tuple[Diagnostic, list[str]]], list[TestResult]]:
+    """The diagnosis first: each diagnostic with the failing tests it explains (as the
+    diagnosis counted them, `data["explains"]`; two mistakes may explain the same test), and
+    the failing tests no diagnostic explains."""
+    failing = [t for t in result.failed_tests if t.status != SKIP]
+    ids = {t.id for t in failing}
+    folded: list[tuple[Diagnostic, list[str]]] = []
+    for d in result.diagnostics:
+        ex = d.data.get("explains") if isinstance(d.data, dict) else None
+        if not isinstance(ex, dict):
+            continue
+        listed = ex.get("ids")
+        if isinstance(listed, list) and listed:
+            mine = [str(t) for t in listed if t in ids]
+        elif ex.get("tests") and ex.get("tests") == len(failing):
+            mine = [t.id for t in failing]
+        else:
+            continue
+        if mine:
+            folded.append((d, mine))
+    taken = {t for _, tests in folded for t in tests}
+    return folded, [t for t in failing if t.id not in taken]

@@ -70,6 +70,33 @@ def _failure_id(exc: CandidateFailure) -> str:
     return "exception"
 
 
+# Texts written for a mistake alone that call another part of the code right: beside the
+# mistakes that make that part wrong, the mistake gets its joint text (messages_fix "joint.").
+# The value: the mistakes whose company changes the text ("*": any other essential one).
+_JOINT: dict[str, tuple[str, ...]] = {
+    "online-softmax-no-rescale": ("online-softmax-sum-not-rescaled",),
+    "online-softmax-sum-not-rescaled": ("online-softmax-no-rescale",),
+    "flash-bwd-missing-delta": ("*",),
+    "cache-stores-repeated-heads": ("*",),
+    "rope-on-values": ("*",),
+    "topk-softmax-not-renormalized": ("*",),
+}
+
+
+def joint_texts(diags: list[Diagnostic], lang: str) -> list[Diagnostic]:
+    """Two mistakes of one family found together: neither text may say the other part was
+    done right (e.g. neither the running sum nor the accumulator is rescaled)."""
+    essential = {d.id for d in diags if d.is_error}
+    for d in diags:
+        company = _JOINT.get(d.id)
+        if not company or not d.is_error:
+            continue
+        others = essential - {d.id}
+        if others & set(company) or ("*" in company and others):
+            d.explanation = msg(f"joint.{d.id}", lang)
+    return diags
+
+
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     """One diagnostic per kind of failure and place in the candidate's file (the same
     exception raised by every test is one finding, not twenty)."""
@@ -228,9 +255,7 @@ def check(
                 cancel=cancel,
                 progress=progress,
                 keep_session=keep_session,
-                nodes=None
-                if nodes is None
-                else [f"{kata.grader_path}::test_{t}" for t in nodes],
+                nodes=None if nodes is None else [f"{kata.grader_path}::test_{t}" for t in nodes],
             )
         if code == pytest.ExitCode.INTERRUPTED:  # pytest swallowed it; the caller must not
             raise (
@@ -269,7 +294,7 @@ def check(
                 salt
             ):  # the diagnosis' own probes are built unsalted (engine.load_spec)
                 found = diagnose_result(kata, path, source, result, candidate, lang)
-            result.diagnostics = found + result.diagnostics
+            result.diagnostics = joint_texts(found, lang) + result.diagnostics
     result.timings = {
         "load": round(t_load - t0, 3),
         "tests": round(t_tests - t_load, 3),

@@ -57,9 +57,7 @@ def diff_of(before: str, after: str, name: str) -> tuple[str, list[int], int]:
     """The unified diff, the lines of `before` it changes (an insertion: the line it goes
     before) and how many lines it touches."""
     a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    text = "".join(
-        difflib.unified_diff(a, b, fromfile=f"a/{name}", tofile=f"b/{name}", n=2)
-    )
+    text = "".join(difflib.unified_diff(a, b, fromfile=f"a/{name}", tofile=f"b/{name}", n=2))
     lines: list[int] = []
     touched = 0
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -112,11 +110,15 @@ def repair(
     )
     pending = [d for d in result.diagnostics if fixable(d)]
     report.unfixed = [
-        d.id for d in result.diagnostics if d.is_error and d.id in mistakes.catalogue() and not fixable(d)
+        d.id
+        for d in result.diagnostics
+        if d.is_error and d.id in mistakes.catalogue() and not fixable(d)
     ]
     known = {d.id: explained(d, result) for d in pending}
     pending.sort(key=lambda d: -len(known[d.id] or ()))
-    grader = Regrader(kata, path, limits, lang, slow=result.timings.get("tests", 0) > QUICK_LOOK_AFTER)
+    grader = Regrader(
+        kata, path, limits, lang, slow=result.timings.get("tests", 0) > QUICK_LOOK_AFTER
+    )
     current, current_result = source, result
     name = path.name
     budget = PER_FILE
@@ -133,7 +135,9 @@ def repair(
                     others |= explained(o, result) or set()
             still = set(failing(current_result))
             required = sorted(((known[d.id] or set()) - others) & still)
-            found = _search(d, kata, current, current_result, required, grader, min(PER_MISTAKE, budget), debug)
+            found = _search(
+                d, kata, current, current_result, required, grader, min(PER_MISTAKE, budget), debug
+            )
             budget -= found[1]
             if found[0] is None:
                 continue

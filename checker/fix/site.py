@@ -108,12 +108,12 @@ class Site:
         lo, hi = self.span(node)
         return min(max(0, a - hi, lo - b) for a, b in self.targets)
 
-    def nodes(self, kind: type[N] | tuple[type, ...], where: Callable[[Any], bool] | None = None) -> list[N]:
+    def nodes(
+        self, kind: type[N] | tuple[type, ...], where: Callable[[Any], bool] | None = None
+    ) -> list[N]:
         """Every node of `kind` (matching `where`), nearest to the target lines first, then in
         file order."""
-        found = [
-            n for n in self.positions if isinstance(n, kind) and (where is None or where(n))
-        ]
+        found = [n for n in self.positions if isinstance(n, kind) and (where is None or where(n))]
         return sorted(found, key=lambda n: (self.distance(n), self.order[n]))
 
     def calls(self, *names: str) -> list[cst.Call]:
@@ -132,7 +132,9 @@ class Site:
         """The simple statement line holding `node` (None inside a compound header)."""
         if isinstance(node, cst.SimpleStatementLine):
             return node
-        return next((a for a in self.ancestors(node) if isinstance(a, cst.SimpleStatementLine)), None)
+        return next(
+            (a for a in self.ancestors(node) if isinstance(a, cst.SimpleStatementLine)), None
+        )
 
     def function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         return next((a for a in self.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
@@ -223,7 +225,11 @@ class Site:
 
         def put(updated: cst.CSTNode) -> Any:
             first = new_stmts[0].with_changes(leading_lines=getattr(updated, "leading_lines", ()))
-            rest = updated.with_changes(leading_lines=[]) if hasattr(updated, "leading_lines") else updated
+            rest = (
+                updated.with_changes(leading_lines=[])
+                if hasattr(updated, "leading_lines")
+                else updated
+            )
             return cst.FlattenSentinel([first, *new_stmts[1:], rest])
 
         edits[id(line)] = put
@@ -315,7 +321,9 @@ def with_kwarg(call: cst.Call, name: str, value: str) -> cst.Call:
             return call.with_changes(args=args)
     if args and isinstance(args[-1].comma, cst.Comma):
         new = new.with_changes(comma=args[-1].comma)
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args[-1] = args[-1].with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
     return call.with_changes(args=[*args, new])
 
 

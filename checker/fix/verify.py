@@ -46,7 +46,9 @@ class Verdict:
 def judge(before: Result, after: Result, required: Iterable[str]) -> Verdict:
     """Does `after` (the repaired file's grade) show the repair works, against `before`?"""
     if not after.tests:
-        return Verdict(False, after, why="not graded: " + ", ".join(d.id for d in after.diagnostics))
+        return Verdict(
+            False, after, why="not graded: " + ", ".join(d.id for d in after.diagnostics)
+        )
     now = {t.id: t.status for t in after.tests}
     lost = [t.id for t in before.tests if t.status == PASS and now.get(t.id) != PASS]
     if lost:
@@ -95,6 +97,10 @@ class Regrader:
                 quick = self.grade(source, nodes=required[:8])
             except KataDefinitionError:
                 quick = None  # a test id pytest cannot select: the full grade decides
-            if quick is not None and quick.tests and any(t.status not in (PASS, SKIP) for t in quick.tests):
+            if (
+                quick is not None
+                and quick.tests
+                and any(t.status not in (PASS, SKIP) for t in quick.tests)
+            ):
                 return Verdict(False, quick, why="quick look: still fails")
         return judge(before, self.grade(source), required)

@@ -62,6 +62,7 @@ def grade_remote(
     limits: tuple[float, float, int],
     lang: str,
     policy: tuple[str, tuple[str, ...]],
+    fixes: bool = False,
 ) -> dict[str, Any]:
     """Runs on a Dask worker: grade `source` (saved as `name`) like a local grading worker."""
     from attnkata.checker.proxy import Limits
@@ -87,7 +88,7 @@ def grade_remote(
         with tempfile.TemporaryDirectory(prefix="attnkata-dask-") as tmp:
             path = Path(tmp) / name
             path.write_bytes(source)
-            reply = grade_one(check, kata_id, path, lim, lang, policy)
+            reply = grade_one(check, kata_id, path, lim, lang, policy, fixes=fixes)
             reply["worker_path"] = str(path.resolve())
         return reply
 
@@ -170,6 +171,7 @@ def run_dask(
                 limits,
                 lang,
                 policy,
+                t.fixes,
                 pure=False,
                 key=f"attnkata-grade-{t.index}-{t.sha256[:16]}",
             )

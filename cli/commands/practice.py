@@ -21,6 +21,13 @@ from attnkata.checker.store import History
 from attnkata.cli.console import err, out, print_json, write_json_line
 from attnkata.cli.options import JsonOption, LangOption, RecordOption, resolve_lang
 
+TestsOption = Annotated[
+    bool,
+    typer.Option(
+        "--tests",
+        help="List every test (by default the failing tests a diagnosis explains are folded into one line under it).",
+    ),
+]
 KataArg = Annotated[
     str,
     typer.Argument(
@@ -239,6 +246,7 @@ def check(
         ),
     ] = None,
     record: RecordOption = None,
+    tests: TestsOption = False,
     lang: LangOption = None,
 ) -> None:
     """Grade FILE against KATA. Exit 0 when every required test passes, 1 otherwise (130 on Ctrl-C)."""
@@ -251,7 +259,7 @@ def check(
     else:
         from attnkata.cli.render import render_result
 
-        render_result(out, result, result.graded_source)
+        render_result(out, result, result.graded_source, all_tests=tests)
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -275,6 +283,7 @@ def watch(
         float | None, typer.Option("--timeout", help="Seconds per call of your code.")
     ] = None,
     record: RecordOption = None,
+    tests: TestsOption = False,
     lang: LangOption = None,
 ) -> None:
     """Re-check FILE every time it is saved (Ctrl-C to stop). A save during a check starts it over."""
@@ -311,7 +320,7 @@ def watch(
                 from attnkata.cli.render import render_result
 
                 out.clear()
-                render_result(out, result, result.graded_source)
+                render_result(out, result, result.graded_source, all_tests=tests)
                 out.print(f"[dim]watching {path} — save to re-check, Ctrl-C to stop[/]")
             watcher.wait()
 
@@ -321,31 +330,21 @@ def _last_diagnoses(h: History, kata: str) -> list[str]:
     return json.loads(rows[0]["diagnoses"]) if rows else []
 
 
-def _catalogue_hint(mistake_id: str) -> catalog.Hint | None:
-    from attnkata.checker import mistakes
-
-    if mistake_id not in mistakes.catalogue():
-        return None
-    m = mistakes.get(mistake_id)
-    text = catalog.Text(
-        **{
-            lang: msg(
-                "hint.title_and_fix", lang, title=m.render("title", lang), fix=m.render("fix", lang)
-            )
-            for lang in catalog.LANGS
-        }
-    )
-    return catalog.Hint(text=text, mistake=mistake_id)
-
-
 def hint(
     kata: KataArg,
     level: Annotated[
-        int | None, typer.Option("--level", help="Show hint number N (1 = gentlest).")
+        int | None,
+        typer.Option(
+            "--level",
+            help="Show hint number N: rung N (1-3) of the ladder for your diagnosed mistake, else the kata's hint N.",
+        ),
     ] = None,
     lang: LangOption = None,
 ) -> None:
-    """Show the next hint for KATA (a hint for your last diagnosed mistake comes first)."""
+    """Show the next hint for KATA. For a mistake your last check diagnosed, a ladder of three
+    rungs, one per call: what your code breaks, where, then the fix verified on your code.
+    Without one, the kata's own hints in order."""
+    from attnkata.checker import ladder
     from attnkata.checker.mock.session import ACTIVE, blocking_session
 
     lang = resolve_lang(lang)
@@ -358,25 +357,55 @@ def hint(
         )
     hints = k.progressive_hints
     with History() as h:
-        shown = {json.loads(e["detail"]).get("id") for e in h.events(k.id, "hint")}
-        chosen = None
-        if level is None:
-            for mid in _last_diagnoses(h, k.id):
-                # No hint written for this mistake in kata.toml: the catalogue's fix serves as one.
-                targeted = k.hint_for(mid) or _catalogue_hint(mid)
-                if targeted and f"mistake:{mid}" not in shown:
-                    chosen, label = targeted, msg("hint.for_mistake", lang, id=mid)
-                    hid = f"mistake:{mid}"
-                    break
-        if chosen is None:
+        diagnosed = ladder.ladder_mistakes(_last_diagnoses(h, k.id))
+        step: tuple[str, int] | None = None
+        if diagnosed and level is not None:
+            if not 1 <= level <= ladder.RUNGS:
+                raise UsageError(msg("ladder.level_range", lang, n=ladder.RUNGS))
+            step = (diagnosed[0], level)
+        elif diagnosed:
+            step = ladder.next_rung(h, k.id, diagnosed)
+        checked = ladder.last_check(h, k.id) if step is not None and step[1] > 1 else None
+        if step is None:
             if level is not None and not 1 <= level <= len(hints):
                 raise UsageError(f"--level must be between 1 and {len(hints)}")
+            shown = {json.loads(e["detail"]).get("id") for e in h.events(k.id, "hint")}
             n = level or min(len([s for s in shown if str(s).startswith("level:")]) + 1, len(hints))
-            chosen, hid = hints[n - 1], f"level:{n}"
-            label = f"{n}/{len(hints)}"
-        h.record_event(k.id, "hint", {"id": hid})
-    out.print(f"[bold]{msg('hint.title', lang)} {label}[/] ({k.id})")
-    out.print(chosen.text.get(lang))
+            h.record_event(k.id, "hint", {"id": f"level:{n}"})
+    if step is None:
+        out.print(f"[bold]{msg('hint.title', lang)} {n}/{len(hints)}[/] ({k.id})")
+        out.print(hints[n - 1].text.get(lang))
+        return
+    mid, n = step
+    if checked is None and n > 1:
+        checked = _check_now(k, lang)
+    r = ladder.rung(k, mid, n, lang, checked)
+    with History() as h:
+        h.record_event(k.id, "hint", {"id": f"rung:{mid}:{n}"})
+    out.print(
+        f"[bold]{msg('ladder.title', lang, n=n, id=mid)}[/] · {msg(f'ladder.rung.{n}', lang)} ({k.id})"
+    )
+    out.print(r.text, markup=False, highlight=False)
+    if r.fixes:
+        from rich.syntax import Syntax
+
+        for f in r.fixes:
+            out.print(Syntax(f.diff.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True))
+    if n < ladder.RUNGS:
+        out.print(f"[dim]{msg('ladder.rungs_left', lang, kata=k.id, n=n + 1)}[/]")
+    else:
+        out.print(f"[dim]{msg('ladder.last', lang, kata=k.id)}[/]")
+
+
+def _check_now(k: catalog.Kata, lang: str):  # noqa: ANN202 - a (Result, source) pair or None
+    """No recorded check to read the diagnosis' lines from: grade the workspace file now."""
+    from attnkata.checker import api
+
+    path = workspace.solution_path(k)
+    if not path.is_file():
+        return None
+    result = api.grade(k, path, lang=lang, record=False)
+    return result, result.graded_source
 
 
 def solution(
@@ -419,10 +448,20 @@ def history(
         raise UsageError("--limit must be at least 1")
     if kata is not None:
         kata = catalog.get_kata(kata).id
+    from attnkata.checker.ladder import rungs_before
+
     with History() as h:
         rows = [dict(r) for r in h.attempts(kata, limit)]
+        rungs = rungs_before(h, kata)
     for r in rows:
         r["diagnoses"] = json.loads(r["diagnoses"])
+    # The hint ladder's rungs taken since the kata's previous attempt (shown before this one).
+    everything = sorted(rows, key=lambda r: r["ts"])
+    previous: dict[str, float] = {}
+    for r in everything:
+        since = previous.get(r["kata"], float("-inf"))
+        r["rungs"] = sum(1 for ts, k in rungs if k == r["kata"] and since < ts <= r["ts"])
+        previous[r["kata"]] = r["ts"]
     if json_out:
         print_json(rows)
         return
@@ -436,7 +475,7 @@ def history(
     table = Table(title="history", box=box.SIMPLE_HEAD)
     # 80 columns are enough and no id is ever cut: the mistakes go on the lines under their
     # attempt, in the kata column (ids are up to ~32 characters), not in a column of their own.
-    for col in ("when", "kata · mistakes", "status", "tests"):
+    for col in ("when", "kata · mistakes", "status", "tests", "rungs"):
         table.add_column(col, no_wrap=True)
     year = time.localtime().tm_year
     for r in rows:
@@ -445,9 +484,9 @@ def history(
         status = Text(r["status"], style="green" if r["status"] == "pass" else "red")
         if r["mode"] != "practice":
             status.append(f" ({r['mode']})", style="dim")
-        table.add_row(when, r["kata"], status, f"{r['passed']}/{r['total']}")
+        table.add_row(when, r["kata"], status, f"{r['passed']}/{r['total']}", str(r["rungs"] or ""))
         for mid in r["diagnoses"]:
-            table.add_row("", Text(f"  {mid}", style="yellow"), "", "")
+            table.add_row("", Text(f"  {mid}", style="yellow"), "", "", "")
     out.print(table)
 
 

@@ -11,15 +11,51 @@ import libcst as cst
 from attnkata.checker.fix.site import Site, arg, callee, number, receiver
 
 # Spellings the corpora and interviews use, so that a repair reads like the candidate's code.
-QUERY_NAMES = ("q", "query", "queries", "xq", "Q", "q_s", "q_i", "qi", "q_tile", "q_blk", "query_states", "q_h")
-KEY_NAMES = ("k", "key", "keys", "xk", "K", "k_s", "k_j", "kj", "k_tile", "k_blk", "key_states", "k_all", "k_h")
+QUERY_NAMES = (
+    "q",
+    "query",
+    "queries",
+    "xq",
+    "Q",
+    "q_s",
+    "q_i",
+    "qi",
+    "q_tile",
+    "q_blk",
+    "query_states",
+    "q_h",
+)
+KEY_NAMES = (
+    "k",
+    "key",
+    "keys",
+    "xk",
+    "K",
+    "k_s",
+    "k_j",
+    "kj",
+    "k_tile",
+    "k_blk",
+    "key_states",
+    "k_all",
+    "k_h",
+)
 VALUE_NAMES = ("v", "value", "values", "xv", "V", "v_j", "vj", "value_states", "v_all")
-MASK_NAMES = ("mask", "attn_mask", "attention_mask", "key_padding_mask", "padding_mask", "attn_bias")
+MASK_NAMES = (
+    "mask",
+    "attn_mask",
+    "attention_mask",
+    "key_padding_mask",
+    "padding_mask",
+    "attn_bias",
+)
 NUMPY_KATAS = ("sdpa-numpy",)
 
 
 def is_numpy(site: Site, kata_id: str) -> bool:
-    return kata_id in NUMPY_KATAS or (site.imports("numpy") is not None and site.imports("torch") is None)
+    return kata_id in NUMPY_KATAS or (
+        site.imports("numpy") is not None and site.imports("torch") is None
+    )
 
 
 def np_name(site: Site) -> str:
@@ -47,7 +83,15 @@ def _is_module_path(node: cst.BaseExpression) -> bool:
     """`F`, `torch`, `nn.functional`, `torch.nn.functional`, `torch.special`: a softmax
     function's module, not a tensor whose method is called."""
     code = cst.Module([]).code_for_node(node)
-    return code in ("F", "torch", "nn.functional", "torch.nn.functional", "torch.special", "functional", "special")
+    return code in (
+        "F",
+        "torch",
+        "nn.functional",
+        "torch.nn.functional",
+        "torch.special",
+        "functional",
+        "special",
+    )
 
 
 def with_input(site: Site, call: cst.Call, new_input: str) -> str:
@@ -57,7 +101,9 @@ def with_input(site: Site, call: cst.Call, new_input: str) -> str:
     return cst.Module([]).code_for_node(call.deep_replace(x, site.parse_for(x, new_input)))
 
 
-def guarded_softmax(site: Site, call: cst.Call, also: list[tuple[cst.CSTNode, str]] | None = None) -> Iterator[str]:
+def guarded_softmax(
+    site: Site, call: cst.Call, also: list[tuple[cst.CSTNode, str]] | None = None
+) -> Iterator[str]:
     """The file with `call` giving zeros for a row that has no key to attend (every score
     -inf) instead of NaN, with finite gradients: the row is filled with 0 before the softmax
     and its output zeroed after (masked_fill's backward sends nothing through filled places).
@@ -125,7 +171,11 @@ def transposed_base(node: cst.BaseExpression) -> cst.BaseExpression | None:
     if isinstance(node, cst.Call):
         name = callee(node)
         rec = receiver(node)
-        if name in ("transpose", "permute", "t", "swapaxes", "movedim") and rec is not None and not _is_module_path(rec):
+        if (
+            name in ("transpose", "permute", "t", "swapaxes", "movedim")
+            and rec is not None
+            and not _is_module_path(rec)
+        ):
             if cst.Module([]).code_for_node(rec) not in ("np", "numpy"):
                 return rec
         if name in ("transpose", "swapaxes") and node.args:
@@ -133,7 +183,9 @@ def transposed_base(node: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
-def score_products(site: Site) -> list[tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression]]:
+def score_products(
+    site: Site,
+) -> list[tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression]]:
     """(product, q, k) for each q @ k^T the file computes (matmul, @, einsum)."""
     out = []
     for node in site.nodes((cst.BinaryOperation, cst.Call)):
@@ -172,7 +224,11 @@ def query_key(site: Site, near: cst.CSTNode) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     fn = site.function(near)
     for _, q, k in score_products(site):
-        if site.function(q) is fn and isinstance(q, cst.Name | cst.Attribute) and isinstance(k, cst.Name | cst.Attribute):
+        if (
+            site.function(q) is fn
+            and isinstance(q, cst.Name | cst.Attribute)
+            and isinstance(k, cst.Name | cst.Attribute)
+        ):
             pair = (site.code(q), site.code(k))
             if pair not in out:
                 out.append(pair)
@@ -193,11 +249,40 @@ def key_offsets(site: Site, near: cst.CSTNode) -> list[str]:
     if fn is not None:
         scope |= {n.value for n in site.nodes(cst.Name) if site.function(n) is fn}
     out: list[str] = []
-    for name in ("past_key_values_length", "start_pos", "past_len", "past_length", "offset", "cache_len", "n_past", "P", "past"):
+    for name in (
+        "past_key_values_length",
+        "start_pos",
+        "past_len",
+        "past_length",
+        "offset",
+        "cache_len",
+        "n_past",
+        "P",
+        "past",
+    ):
         if name in scope:
             out.append(name)
-    qlen = [n for n in ("L", "T", "q_len", "tgt_len", "seqlen", "seq_len", "Lq", "n_q", "N", "l", "M") if n in scope]
-    klen = [n for n in ("S", "kv_len", "src_len", "Lk", "S_len", "n_k", "total_len", "key_len", "s", "n_kv") if n in scope]
+    qlen = [
+        n
+        for n in ("L", "T", "q_len", "tgt_len", "seqlen", "seq_len", "Lq", "n_q", "N", "l", "M")
+        if n in scope
+    ]
+    klen = [
+        n
+        for n in (
+            "S",
+            "kv_len",
+            "src_len",
+            "Lk",
+            "S_len",
+            "n_k",
+            "total_len",
+            "key_len",
+            "s",
+            "n_kv",
+        )
+        if n in scope
+    ]
     for kl in klen[:2]:
         for ql in qlen[:2]:
             out.append(f"{kl} - {ql}")

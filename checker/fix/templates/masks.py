@@ -8,7 +8,16 @@ from collections.abc import Iterator
 import libcst as cst
 
 from attnkata.checker.catalog import Kata
-from attnkata.checker.fix.site import Candidate, Site, arg, callee, code_of, number, receiver, with_kwarg
+from attnkata.checker.fix.site import (
+    Candidate,
+    Site,
+    arg,
+    callee,
+    code_of,
+    number,
+    receiver,
+    with_kwarg,
+)
 from attnkata.checker.fix.templates import template
 from attnkata.checker.fix.templates.common import (
     MASK_NAMES,
@@ -84,7 +93,9 @@ def _flip_triangle(site: Site, call: cst.Call, diag: str) -> str:
     a, _ = _diagonal(call)
     value = _shift(diag, by)
     if a is not None:
-        flipped = flipped.deep_replace(flipped.args[call.args.index(a)].value, cst.parse_expression(value))
+        flipped = flipped.deep_replace(
+            flipped.args[call.args.index(a)].value, cst.parse_expression(value)
+        )
     elif value != "0":
         flipped = with_kwarg(flipped, "diagonal", value)
     return site.replace(call, flipped)
@@ -103,7 +114,9 @@ def _comparisons(site: Site) -> list[cst.Comparison]:
 def _with_op(site: Site, cmp: cst.Comparison, table: dict) -> str:
     target = cmp.comparisons[0]
     op = target.operator
-    new_op = table[type(op)](whitespace_before=op.whitespace_before, whitespace_after=op.whitespace_after)
+    new_op = table[type(op)](
+        whitespace_before=op.whitespace_before, whitespace_after=op.whitespace_after
+    )
     return site.replace(cmp, cmp.with_changes(comparisons=[target.with_changes(operator=new_op)]))
 
 
@@ -122,11 +135,16 @@ def _buffer_slices(site: Site) -> Iterator[tuple[cst.Subscript, str]]:
         if len(els) < 2:
             continue
         last = [e.slice for e in els[-2:]]
-        if not all(isinstance(s, cst.Slice) and s.lower is None and s.upper is not None and s.step is None for s in last):
+        if not all(
+            isinstance(s, cst.Slice) and s.lower is None and s.upper is not None and s.step is None
+            for s in last
+        ):
             continue
         rows, cols = (site.code(s.upper) for s in last)  # type: ignore[union-attr]
         head = ", ".join(site.code(e.slice) for e in els[:-2])
-        new = f"{site.code(sub.value)}[{head + ', ' if head else ''}{cols} - {rows}:{cols}, :{cols}]"
+        new = (
+            f"{site.code(sub.value)}[{head + ', ' if head else ''}{cols} - {rows}:{cols}, :{cols}]"
+        )
         yield sub, new
 
 
@@ -137,7 +155,9 @@ def _triangle_edits(site: Site, kind: str, offsets: list[str]) -> Iterator[Candi
         lower = name.startswith("tril")
         if kind == "top-left":
             for off in offsets[:3]:
-                yield Candidate(_set_diagonal(site, call, _shift(diag, off)), f"{name} offset by {off}")
+                yield Candidate(
+                    _set_diagonal(site, call, _shift(diag, off)), f"{name} offset by {off}"
+                )
         elif kind == "diagonal":
             by = "1" if lower else "-1"
             yield Candidate(_set_diagonal(site, call, _shift(diag, by)), f"{name} diagonal {by}")
@@ -152,7 +172,9 @@ def _causal(site: Site, kind: str) -> Iterator[Candidate]:
     anchor = next(iter(_triangles(site) + _comparisons(site)), None)
     offsets = key_offsets(site, anchor) if anchor is not None else []
     cmps = _comparisons(site)[:4]
-    near_cmp = bool(cmps) and (not _triangles(site) or site.distance(cmps[0]) < site.distance(_triangles(site)[0]))
+    near_cmp = bool(cmps) and (
+        not _triangles(site) or site.distance(cmps[0]) < site.distance(_triangles(site)[0])
+    )
     if not near_cmp:
         yield from _triangle_edits(site, kind, offsets)
     for cmp in cmps:
@@ -170,7 +192,9 @@ def _causal(site: Site, kind: str) -> Iterator[Candidate]:
             yield Candidate(site.replace(sub, new), "buffer rows taken bottom-right")
     if kind == "inverted":
         for ret in site.nodes(cst.Return, lambda n: n.value is not None)[:2]:
-            yield Candidate(site.replace(ret.value, f"~({site.code(ret.value)})"), "returned mask negated")
+            yield Candidate(
+                site.replace(ret.value, f"~({site.code(ret.value)})"), "returned mask negated"
+            )
 
 
 @template("causal-mask-top-left")
@@ -199,7 +223,11 @@ def _negate(site: Site, cond: cst.BaseExpression, numpy: bool) -> str:
     """`cond` negated the way it is written: ~m <-> m, m == 0 <-> m != 0, m.logical_not() -> m."""
     if isinstance(cond, cst.UnaryOperation) and isinstance(cond.operator, cst.BitInvert | cst.Not):
         return site.code(cond.expression)
-    if isinstance(cond, cst.Call) and callee(cond) in ("logical_not", "bitwise_not") and (rec := receiver(cond)) is not None:
+    if (
+        isinstance(cond, cst.Call)
+        and callee(cond) in ("logical_not", "bitwise_not")
+        and (rec := receiver(cond)) is not None
+    ):
         if code_of(rec) not in ("torch", "np", "numpy"):
             return site.code(rec)
         if cond.args:
@@ -208,12 +236,20 @@ def _negate(site: Site, cond: cst.BaseExpression, numpy: bool) -> str:
         op = cond.comparisons[0].operator
         swap = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}
         if type(op) in swap:
-            new = swap[type(op)](whitespace_before=op.whitespace_before, whitespace_after=op.whitespace_after)
-            return code_of(cond.with_changes(comparisons=[cond.comparisons[0].with_changes(operator=new)]))
+            new = swap[type(op)](
+                whitespace_before=op.whitespace_before, whitespace_after=op.whitespace_after
+            )
+            return code_of(
+                cond.with_changes(comparisons=[cond.comparisons[0].with_changes(operator=new)])
+            )
     code = site.code(cond)
     if numpy:
         return f"{np_name(site)}.logical_not({code})"
-    return f"~{code}" if isinstance(cond, cst.Name | cst.Attribute | cst.Call | cst.Subscript) else f"~({code})"
+    return (
+        f"~{code}"
+        if isinstance(cond, cst.Name | cst.Attribute | cst.Call | cst.Subscript)
+        else f"~({code})"
+    )
 
 
 def _mask_uses(site: Site) -> list[cst.Call]:
@@ -227,12 +263,19 @@ def _negated_conditions(site: Site, numpy: bool = False) -> Iterator[Candidate]:
         if name in ("masked_fill", "masked_fill_"):
             a = arg(call, 0, "mask")
             if a is not None:
-                yield Candidate(site.replace(a.value, _negate(site, a.value, numpy)), "mask condition negated")
+                yield Candidate(
+                    site.replace(a.value, _negate(site, a.value, numpy)), "mask condition negated"
+                )
         else:
             args = [a for a in call.args if a.keyword is None]
             if len(args) == 3:
                 yield Candidate(
-                    site.replace_all([(args[1].value, site.code(args[2].value)), (args[2].value, site.code(args[1].value))]),
+                    site.replace_all(
+                        [
+                            (args[1].value, site.code(args[2].value)),
+                            (args[2].value, site.code(args[1].value)),
+                        ]
+                    ),
                     "where's branches swapped",
                 )
 
@@ -267,7 +310,9 @@ def mask_ignored(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
                 for c2 in softmax_calls(inner)[:1]:
                     x2, _ = softmax_input(c2)
                     if x2 is not None and site.code(x2) == xs:
-                        yield Candidate(inner.replace(x2, masked), "the caller's mask applied, softmax guarded")
+                        yield Candidate(
+                            inner.replace(x2, masked), "the caller's mask applied, softmax guarded"
+                        )
             yield Candidate(site.replace(x, masked), "the caller's mask applied")
 
 
@@ -286,11 +331,10 @@ def mask_added(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
                 continue
             new = f"{o}.masked_fill(~{mask.value}, float('-inf'))"
             plain = site.replace(node, new)
-            for call in softmax_calls(Site(plain))[:1]:
-                inner = Site(plain, site.targets)
-                for c2 in softmax_calls(inner)[:1]:
-                    for src in guarded_softmax(inner, c2):
-                        yield Candidate(src, "boolean mask used as a mask, softmax guarded")
+            inner = Site(plain, site.targets)
+            for call in softmax_calls(inner)[:1]:
+                for src in guarded_softmax(inner, call):
+                    yield Candidate(src, "boolean mask used as a mask, softmax guarded")
             yield Candidate(plain, "boolean mask used as a mask")
 
 
@@ -314,7 +358,9 @@ def mask_after(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             np = np_name(site)
             line = f"{w} = {w} / {np}.maximum({w}.sum(axis=-1, keepdims=True), {np}.finfo({w}.dtype).tiny)"
         else:
-            line = f"{w} = {w} / {w}.sum(dim=-1, keepdim=True).clamp_min(torch.finfo({w}.dtype).tiny)"
+            line = (
+                f"{w} = {w} / {w}.sum(dim=-1, keepdim=True).clamp_min(torch.finfo({w}.dtype).tiny)"
+            )
         yield Candidate(site.insert_after(stmt, line), "weights renormalised after the mask")
 
 
@@ -323,26 +369,41 @@ def padding_axis(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """The key padding mask must broadcast as (B, 1, 1, S): its keys on the last axis."""
     for node in site.nodes(cst.Subscript)[:8]:
         els = [e.slice for e in node.slice]
-        idx = [i for i, e in enumerate(els) if isinstance(e, cst.Index) and code_of(e.value) == "None"]
+        idx = [
+            i for i, e in enumerate(els) if isinstance(e, cst.Index) and code_of(e.value) == "None"
+        ]
         if len(els) == 4 and len(idx) == 2 and idx != [1, 2]:
-            yield Candidate(site.replace(node, f"{site.code(node.value)}[:, None, None, :]"), "padding mask as (B, 1, 1, S)")
+            yield Candidate(
+                site.replace(node, f"{site.code(node.value)}[:, None, None, :]"),
+                "padding mask as (B, 1, 1, S)",
+            )
     for call in site.calls("unsqueeze", "view", "reshape")[:8]:
         rec = receiver(call)
         if rec is None:
             continue
         if callee(call) == "unsqueeze":
             parent = site.parent(call)
-            if isinstance(parent, cst.Attribute) and isinstance(site.parent(parent), cst.Call) and callee(site.parent(parent)) == "unsqueeze":
+            if (
+                isinstance(parent, cst.Attribute)
+                and isinstance(site.parent(parent), cst.Call)
+                and callee(site.parent(parent)) == "unsqueeze"
+            ):
                 continue  # not the end of the chain
             base = _unsqueeze_base(call)
-            yield Candidate(site.replace(call, f"{site.code(base)}[:, None, None, :]"), "padding mask as (B, 1, 1, S)")
+            yield Candidate(
+                site.replace(call, f"{site.code(base)}[:, None, None, :]"),
+                "padding mask as (B, 1, 1, S)",
+            )
         else:
             args = [a for a in call.args if a.keyword is None]
             if len(args) == 4:
                 b = site.code(args[0].value)
                 s = next((site.code(a.value) for a in args[1:] if number(a.value) != 1.0), None)
                 if s is not None:
-                    yield Candidate(site.replace(call, f"{site.code(rec)}.{callee(call)}({b}, 1, 1, {s})"), "padding mask as (B, 1, 1, S)")
+                    yield Candidate(
+                        site.replace(call, f"{site.code(rec)}.{callee(call)}({b}, 1, 1, {s})"),
+                        "padding mask as (B, 1, 1, S)",
+                    )
 
 
 def _unsqueeze_base(call: cst.Call) -> cst.BaseExpression:
@@ -353,7 +414,22 @@ def _unsqueeze_base(call: cst.Call) -> cst.BaseExpression:
 
 
 # -- the window -------------------------------------------------------------------------------
-WINDOW_NAMES = ("window", "w", "W", "window_size", "left", "right", "one_sided", "half", "radius", "wl", "wr", "n_global", "n_left", "n_right")
+WINDOW_NAMES = (
+    "window",
+    "w",
+    "W",
+    "window_size",
+    "left",
+    "right",
+    "one_sided",
+    "half",
+    "radius",
+    "wl",
+    "wr",
+    "n_global",
+    "n_left",
+    "n_right",
+)
 
 
 def _mentions(site: Site, node: cst.CSTNode, names: tuple[str, ...]) -> bool:
@@ -369,16 +445,29 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def _plus_minus_one(site: Site, names: tuple[str, ...]) -> Iterator[Candidate]:
     """Off-by-one edits on expressions that use the window: a comparison's strictness, a
     `± 1` dropped, or a `+ 1` / `- 1` added to a bound."""
-    for cmp in site.nodes(cst.Comparison, lambda n: len(n.comparisons) == 1 and type(n.comparisons[0].operator) in STRICT)[:4]:
+    for cmp in site.nodes(
+        cst.Comparison,
+        lambda n: len(n.comparisons) == 1 and type(n.comparisons[0].operator) in STRICT,
+    )[:4]:
         if _mentions(site, cmp, names):
             yield Candidate(_with_op(site, cmp, STRICT), "window comparison strictness")
     ops = site.nodes(
         cst.BinaryOperation,
-        lambda n: isinstance(n.operator, cst.Add | cst.Subtract) and number(n.right) == 1.0 and _mentions(site, n.left, names),
+        lambda n: (
+            isinstance(n.operator, cst.Add | cst.Subtract)
+            and number(n.right) == 1.0
+            and _mentions(site, n.left, names)
+        ),
     )
     for op in ops[:3]:
         yield Candidate(site.replace(op, site.code(op.left)), "window bound without the ± 1")
-    for name in site.nodes(cst.Name, lambda n: n.value in names and not isinstance(site.parent(n), cst.Param | cst.AssignTarget | cst.Attribute))[:3]:
+    for name in site.nodes(
+        cst.Name,
+        lambda n: (
+            n.value in names
+            and not isinstance(site.parent(n), cst.Param | cst.AssignTarget | cst.Attribute)
+        ),
+    )[:3]:
         for by in ("+ 1", "- 1"):
             yield Candidate(site.replace(name, f"({name.value} {by})"), f"window {by}")
 
@@ -392,19 +481,34 @@ def window_off_by_one(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candida
 @template("window-wrong-side")
 def window_sides(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """The two sides of the band swapped: swap them back where they are unpacked or used."""
-    pairs = (("left", "right"), ("before", "after"), ("wl", "wr"), ("n_left", "n_right"), ("left_window", "right_window"))
+    pairs = (
+        ("left", "right"),
+        ("before", "after"),
+        ("wl", "wr"),
+        ("n_left", "n_right"),
+        ("left_window", "right_window"),
+    )
     for a, b in pairs:
         uses = site.nodes(cst.Name, lambda n, a=a, b=b: n.value in (a, b))
         if not uses:
             continue
-        assigns = [t for t in site.nodes(cst.Assign) if _mentions(site, t.targets[0].target, (a, b))]
+        assigns = [
+            t for t in site.nodes(cst.Assign) if _mentions(site, t.targets[0].target, (a, b))
+        ]
         for asg in assigns[:2]:
-            swapped = [(n, b if n.value == a else a) for n in _walk(asg.targets[0].target) if isinstance(n, cst.Name) and n.value in (a, b)]
+            swapped = [
+                (n, b if n.value == a else a)
+                for n in _walk(asg.targets[0].target)
+                if isinstance(n, cst.Name) and n.value in (a, b)
+            ]
             yield Candidate(site.replace_all(swapped), f"{a} and {b} swapped back")
     for cmp in site.nodes(cst.Comparison)[:3]:
         left, right = cmp.left, cmp.comparisons[0].comparator
         if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Subtract):
-            yield Candidate(site.replace(left, f"{site.code(left.right)} - {site.code(left.left)}"), "window side mirrored")
+            yield Candidate(
+                site.replace(left, f"{site.code(left.right)} - {site.code(left.left)}"),
+                "window side mirrored",
+            )
         del right
 
 
@@ -413,10 +517,17 @@ def window_as_total(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate
     """window // 2 keys a side: the window is per side."""
     halves = site.nodes(
         cst.BinaryOperation,
-        lambda n: isinstance(n.operator, cst.FloorDivide | cst.Divide) and number(n.right) == 2.0 and _mentions(site, n.left, WINDOW_NAMES),
+        lambda n: (
+            isinstance(n.operator, cst.FloorDivide | cst.Divide)
+            and number(n.right) == 2.0
+            and _mentions(site, n.left, WINDOW_NAMES)
+        ),
     )
     if halves:
-        yield Candidate(site.replace_all([(h, site.code(h.left)) for h in halves]), "the whole window on each side")
+        yield Candidate(
+            site.replace_all([(h, site.code(h.left)) for h in halves]),
+            "the whole window on each side",
+        )
         for h in halves[:2]:
             yield Candidate(site.replace(h, site.code(h.left)), "the whole window on this side")
 

@@ -14,9 +14,29 @@ from attnkata.checker.fix.templates.common import query_key, score_products
 from attnkata.checker.models import Diagnostic
 
 HEAD_DIMS = (
-    "head_dim", "d_k", "dk", "d_head", "dim_head", "head_size", "hd", "d", "dh", "qk_head_dim", "key_dim",
+    "head_dim",
+    "d_k",
+    "dk",
+    "d_head",
+    "dim_head",
+    "head_size",
+    "hd",
+    "d",
+    "dh",
+    "qk_head_dim",
+    "key_dim",
 )
-HEADS = ("n_heads", "num_heads", "n_head", "nh", "h", "H", "heads", "num_attention_heads", "n_local_heads")
+HEADS = (
+    "n_heads",
+    "num_heads",
+    "n_head",
+    "nh",
+    "h",
+    "H",
+    "heads",
+    "num_attention_heads",
+    "n_local_heads",
+)
 SCALE_PARAMS = ("scale", "softmax_scale", "sm_scale", "scaling")
 
 
@@ -37,7 +57,9 @@ def _scope_names(site: Site, near: cst.CSTNode) -> set[str]:
     have = set(site.params(site.function(near)))
     for n in site.nodes(cst.Name):
         have.add(n.value)
-    for a in site.nodes(cst.Attribute, lambda n: isinstance(n.value, cst.Name) and n.value.value == "self"):
+    for a in site.nodes(
+        cst.Attribute, lambda n: isinstance(n.value, cst.Name) and n.value.value == "self"
+    ):
         have.add("self." + a.attr.value)
     return have
 
@@ -58,18 +80,26 @@ def head_dims(site: Site, near: cst.CSTNode, under: cst.BaseExpression | None = 
 def scale_head_dim(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     for node, under in _roots(site)[:3]:
         for hd in head_dims(site, node, under)[:4]:
-            yield Candidate(site.replace(under, hd), f"sqrt({hd}) instead of sqrt({site.code(under)})")
+            yield Candidate(
+                site.replace(under, hd), f"sqrt({hd}) instead of sqrt({site.code(under)})"
+            )
 
 
 @template("mla-scale-without-rope-dim")
 def scale_with_rope(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     for node, under in _roots(site)[:3]:
         have = _scope_names(site, node)
-        ropes = [n for n in sorted(have) if "rope" in n.lower() and ("dim" in n.lower() or "head" in n.lower())]
+        ropes = [
+            n
+            for n in sorted(have)
+            if "rope" in n.lower() and ("dim" in n.lower() or "head" in n.lower())
+        ]
         for r in ropes[:3]:
             yield Candidate(site.replace(under, f"{site.code(under)} + {r}"), f"sqrt of nope + {r}")
         for q, _ in query_key(site, node)[:2]:
-            yield Candidate(site.replace(under, f"{q}.shape[-1]"), "sqrt of the query's whole head dim")
+            yield Candidate(
+                site.replace(under, f"{q}.shape[-1]"), "sqrt of the query's whole head dim"
+            )
 
 
 @template("missing-scale", "flash-bwd-missing-scale")
@@ -80,12 +110,16 @@ def add_scale(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         for branch in (ifexp.body, ifexp.orelse):
             if number(branch) == 1.0 and ("isNone" in test or "isnotNone" in test):
                 for q, _ in query_key(site, ifexp)[:2]:
-                    yield Candidate(site.replace(branch, f"{q}.shape[-1] ** -0.5"), "default scale 1/sqrt(d)")
+                    yield Candidate(
+                        site.replace(branch, f"{q}.shape[-1] ** -0.5"), "default scale 1/sqrt(d)"
+                    )
     for assign in site.nodes(cst.Assign, lambda n: number(n.value) == 1.0)[:3]:
         target = site.code(assign.targets[0].target)
         if target.split(".")[-1] in SCALE_PARAMS + ("softmax_scale",):
             for q, _ in query_key(site, assign)[:2]:
-                yield Candidate(site.replace(assign.value, f"{q}.shape[-1] ** -0.5"), "default scale 1/sqrt(d)")
+                yield Candidate(
+                    site.replace(assign.value, f"{q}.shape[-1] ** -0.5"), "default scale 1/sqrt(d)"
+                )
     for prod, q, _ in score_products(site)[:2]:
         factor = f"{site.code(q)}.shape[-1] ** -0.5"
         for p in [p for p in site.params(site.function(prod)) if p in SCALE_PARAMS][:1]:
@@ -93,7 +127,9 @@ def add_scale(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
                 site.replace(prod, f"{site.code(prod)} * ({factor} if {p} is None else {p})"),
                 f"scores times {p}, 1/sqrt(d) by default",
             )
-        yield Candidate(site.replace(prod, f"{site.code(prod)} * {factor}"), "scores times 1/sqrt(d)")
+        yield Candidate(
+            site.replace(prod, f"{site.code(prod)} * {factor}"), "scores times 1/sqrt(d)"
+        )
     if d.id == "flash-bwd-missing-scale":
         yield from _grad_scale(site)
 
@@ -104,11 +140,19 @@ def _grad_scale(site: Site) -> Iterator[Candidate]:
     scales = [s for s in ("scale", "softmax_scale", "sm_scale", "sc", "self.scale") if s in have]
     grads = site.nodes(
         (cst.AugAssign, cst.Assign),
-        lambda n: code_of(n.target if isinstance(n, cst.AugAssign) else n.targets[0].target).lstrip().lower().startswith(("dq", "dk")),
+        lambda n: (
+            code_of(n.target if isinstance(n, cst.AugAssign) else n.targets[0].target)
+            .lstrip()
+            .lower()
+            .startswith(("dq", "dk"))
+        ),
     )
     for g in grads[:4]:
         for s in scales[:2]:
-            yield Candidate(site.replace(g.value, f"({site.code(g.value)}) * {s}"), f"{code_of(g)[:20]}... times {s}")
+            yield Candidate(
+                site.replace(g.value, f"({site.code(g.value)}) * {s}"),
+                f"{code_of(g)[:20]}... times {s}",
+            )
 
 
 @template("scale-not-sqrt")
@@ -116,11 +160,19 @@ def scale_sqrt(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """Divided by d: by sqrt(d)."""
     ops = site.nodes(
         cst.BinaryOperation,
-        lambda n: isinstance(n.operator, cst.Divide) and not isinstance(n.right, cst.Integer | cst.Float) and not _is_root(n.right),
+        lambda n: (
+            isinstance(n.operator, cst.Divide)
+            and not isinstance(n.right, cst.Integer | cst.Float)
+            and not _is_root(n.right)
+        ),
     )
     for op in ops[:4]:
-        yield Candidate(site.replace(op.right, f"{site.code(op.right)} ** 0.5"), "divided by the square root")
-    for node in site.nodes(cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Power) and number(n.right) == -1.0)[:2]:
+        yield Candidate(
+            site.replace(op.right, f"{site.code(op.right)} ** 0.5"), "divided by the square root"
+        )
+    for node in site.nodes(
+        cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Power) and number(n.right) == -1.0
+    )[:2]:
         yield Candidate(site.replace(node.right, "-0.5"), "power -0.5")
 
 
@@ -135,7 +187,9 @@ def scale_direction(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate
     for node, _ in _roots(site)[:3]:
         if isinstance(node, cst.BinaryOperation):
             value = number(node.right)
-            yield Candidate(site.replace(node.right, "-0.5" if value == 0.5 else "0.5"), "the power's sign")
+            yield Candidate(
+                site.replace(node.right, "-0.5" if value == 0.5 else "0.5"), "the power's sign"
+            )
         parent = site.parent(node)
         if isinstance(parent, cst.BinaryOperation) and parent.right is node:
             op = parent.operator
@@ -143,7 +197,10 @@ def scale_direction(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate
                 new_op = (cst.Divide if isinstance(op, cst.Multiply) else cst.Multiply)(
                     whitespace_before=op.whitespace_before, whitespace_after=op.whitespace_after
                 )
-                yield Candidate(site.replace(parent, parent.with_changes(operator=new_op)), "divide, not multiply")
+                yield Candidate(
+                    site.replace(parent, parent.with_changes(operator=new_op)),
+                    "divide, not multiply",
+                )
         yield Candidate(site.replace(node, f"1 / {site.code(node)}"), "the reciprocal")
 
 
@@ -154,17 +211,35 @@ def scale_argument(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]
         params = [p for p in site.params(site.function(node)) if p in SCALE_PARAMS]
         for p in params[:1]:
             stmt = site.statement(node)
-            assign = stmt.body[0] if stmt is not None and isinstance(stmt.body[0], cst.Assign) else None
-            if assign is not None and assign.value is node or (assign is not None and _inside(assign.value, node) and not _in_product(site, node)):
+            assign = (
+                stmt.body[0] if stmt is not None and isinstance(stmt.body[0], cst.Assign) else None
+            )
+            if (
+                assign is not None
+                and assign.value is node
+                or (
+                    assign is not None
+                    and _inside(assign.value, node)
+                    and not _in_product(site, node)
+                )
+            ):
                 yield Candidate(
-                    site.replace(assign.value, f"{site.code(assign.value)} if {p} is None else {p}"),
+                    site.replace(
+                        assign.value, f"{site.code(assign.value)} if {p} is None else {p}"
+                    ),
                     f"the default scale only when {p} is None",
                 )
             parent = site.parent(node)
             if isinstance(parent, cst.BinaryOperation) and parent.right is node:
-                factor = f"1 / {site.code(node)}" if isinstance(parent.operator, cst.Divide) else site.code(node)
+                factor = (
+                    f"1 / {site.code(node)}"
+                    if isinstance(parent.operator, cst.Divide)
+                    else site.code(node)
+                )
                 yield Candidate(
-                    site.replace(parent, f"{site.code(parent.left)} * ({factor} if {p} is None else {p})"),
+                    site.replace(
+                        parent, f"{site.code(parent.left)} * ({factor} if {p} is None else {p})"
+                    ),
                     f"{p} used when given",
                 )
 
@@ -174,7 +249,10 @@ def _inside(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
 
 
 def _in_product(site: Site, node: cst.CSTNode) -> bool:
-    return any(isinstance(a, cst.BinaryOperation) and isinstance(a.operator, cst.MatrixMultiply) for a in site.ancestors(node))
+    return any(
+        isinstance(a, cst.BinaryOperation) and isinstance(a.operator, cst.MatrixMultiply)
+        for a in site.ancestors(node)
+    )
 
 
 # for heads.py

@@ -31,13 +31,21 @@ def last_two(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             x = site.code(call.args[0].value)
             if callee(call) == "transpose" and len(call.args) <= 2:
                 edits.append((call, f"{x}.{swap}"))
-        elif callee(call) == "t" or not call.args or [code_of(a.value) for a in call.args] in (["0", "1"], ["1", "0"]):
+        elif (
+            callee(call) == "t"
+            or not call.args
+            or [code_of(a.value) for a in call.args] in (["0", "1"], ["1", "0"])
+        ):
             edits.append((call, f"{site.code(rec)}.{swap}"))
     for call in site.calls("einsum"):
         if call.args and isinstance(call.args[0].value, cst.SimpleString):
             spec = call.args[0].value.evaluated_value
             if "..." not in spec:
-                new = ",".join("..." + p for p in spec.split("->")[0].split(",")) + "->..." + spec.split("->")[1]
+                new = (
+                    ",".join("..." + p for p in spec.split("->")[0].split(","))
+                    + "->..."
+                    + spec.split("->")[1]
+                )
                 edits.append((call.args[0].value, repr(new)))
     for node, new in edits[:4]:
         yield Candidate(site.replace(node, new), "transpose of the last two dims")
@@ -54,12 +62,25 @@ def output_only(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     for ret in _entry_returns(site)[:3]:
         value = ret.value
         if isinstance(value, cst.Tuple) and value.elements:
-            yield Candidate(site.replace(value, site.code(value.elements[0].value)), "return the output only")
+            yield Candidate(
+                site.replace(value, site.code(value.elements[0].value)), "return the output only"
+            )
         elif isinstance(value, cst.Name):
-            values = [n.value for n in site.nodes(cst.Name, lambda n: n.value in VALUE_NAMES) if site.function(n) is site.function(ret)]
-            made_by_softmax = any(site.statement(c) is not None and re.match(rf"\s*{value.value}\s*=", code_of(site.statement(c))) for c in softmax_calls(site))
+            values = [
+                n.value
+                for n in site.nodes(cst.Name, lambda n: n.value in VALUE_NAMES)
+                if site.function(n) is site.function(ret)
+            ]
+            made_by_softmax = any(
+                site.statement(c) is not None
+                and re.match(rf"\s*{value.value}\s*=", code_of(site.statement(c)))
+                for c in softmax_calls(site)
+            )
             if values and made_by_softmax:
-                yield Candidate(site.replace(value, f"{value.value} @ {values[0]}"), "return the weighted values")
+                yield Candidate(
+                    site.replace(value, f"{value.value} @ {values[0]}"),
+                    "return the weighted values",
+                )
 
 
 def _first_tensor(site: Site, fn: cst.FunctionDef | None) -> str | None:
@@ -75,13 +96,20 @@ def keep_dtype(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         x = _first_tensor(site, fn)
         if x is None:
             continue
-        cast = (lambda c: f"{c}.astype({x}.dtype)") if numpy else (lambda c: f"{c}.to({x}.dtype)")
+        method = "astype" if numpy else "to"
         value = ret.value
         if isinstance(value, cst.Tuple):
-            pairs = [(e.value, cast(site.code(e.value))) for e in value.elements if not isinstance(e.value, cst.Tuple)]
+            pairs = [
+                (e.value, f"{site.code(e.value)}.{method}({x}.dtype)")
+                for e in value.elements
+                if not isinstance(e.value, cst.Tuple)
+            ]
             yield Candidate(site.replace_all(pairs), f"every output cast to {x}.dtype")
         else:
-            yield Candidate(site.replace(value, cast(site.code(value))), f"output cast to {x}.dtype")
+            yield Candidate(
+                site.replace(value, f"{site.code(value)}.{method}({x}.dtype)"),
+                f"output cast to {x}.dtype",
+            )
 
 
 @template("input-mutated")
@@ -110,11 +138,18 @@ def _written(site: Site, fn: cst.FunctionDef, name: str) -> bool:
             continue
         if isinstance(node, cst.AugAssign) and _base_name(node.target) == name:
             return True
-        if isinstance(node, cst.Call) and (callee(node) or "").endswith("_") and not (callee(node) or "").startswith("_"):
+        if (
+            isinstance(node, cst.Call)
+            and (callee(node) or "").endswith("_")
+            and not (callee(node) or "").startswith("_")
+        ):
             rec = receiver(node)
             if rec is not None and _base_name(rec) == name:
                 return True
-        if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Subscript) and _base_name(t.target) == name for t in node.targets):
+        if isinstance(node, cst.Assign) and any(
+            isinstance(t.target, cst.Subscript) and _base_name(t.target) == name
+            for t in node.targets
+        ):
             return True
     return False
 

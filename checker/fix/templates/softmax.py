@@ -38,7 +38,11 @@ def _row_max(site: Site, x: str, numpy: bool, dim: str = "-1") -> str:
 def _subtrahend(call: cst.Call) -> cst.BaseExpression | None:
     """`m` of exp(x - m)."""
     a = arg(call, 0, "input", "x")
-    if a is not None and isinstance(a.value, cst.BinaryOperation) and isinstance(a.value.operator, cst.Subtract):
+    if (
+        a is not None
+        and isinstance(a.value, cst.BinaryOperation)
+        and isinstance(a.value.operator, cst.Subtract)
+    ):
         return a.value.right
     return None
 
@@ -67,7 +71,8 @@ def _divisions(site: Site) -> list[cst.BinaryOperation]:
             return True
         if isinstance(node, cst.Name):
             return any(
-                isinstance(a.value, cst.Call) and callee(a.value) == "sum" for a in site.assigned(node.value, node)
+                isinstance(a.value, cst.Call) and callee(a.value) == "sum"
+                for a in site.assigned(node.value, node)
             )
         return False
 
@@ -82,7 +87,7 @@ def _hand_guards(site: Site, numpy: bool) -> Iterator[str]:
     kept away from 0, or both."""
     maxes = [(c, s) for c in _exp_calls(site) if (s := _subtrahend(c)) is not None]
     divs = _divisions(site)
-    for call, sub in maxes[:2]:
+    for _call, sub in maxes[:2]:
         fixed = _finite(site, sub, numpy)
         for div in divs[:2]:
             yield site.replace_all([(sub, fixed), (div.right, _zero_guard(site, div.right, numpy))])
@@ -144,10 +149,15 @@ def max_shift(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             continue
         sub = _subtrahend(call)
         if sub is not None and isinstance(a.value, cst.BinaryOperation):
-            yield Candidate(site.replace(sub, _row_max(site, site.code(a.value.left), numpy)), "row max instead of the global max")
+            yield Candidate(
+                site.replace(sub, _row_max(site, site.code(a.value.left), numpy)),
+                "row max instead of the global max",
+            )
             continue
         x = site.code(a.value)
-        yield Candidate(site.replace(a.value, f"{x} - {_row_max(site, x, numpy)}"), "exp shifted by the row max")
+        yield Candidate(
+            site.replace(a.value, f"{x} - {_row_max(site, x, numpy)}"), "exp shifted by the row max"
+        )
 
 
 @template("softmax-wrong-dim")
@@ -161,10 +171,15 @@ def softmax_dim(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         if a is not None:
             yield Candidate(site.replace(a.value, "-1"), "softmax over the last dim")
         else:
-            yield Candidate(site.replace(call, site.code(call)[:-1] + ", dim=-1)"), "softmax over the last dim")
+            yield Candidate(
+                site.replace(call, site.code(call)[:-1] + ", dim=-1)"), "softmax over the last dim"
+            )
     reductions = site.nodes(
         cst.Call,
-        lambda n: callee(n) in ("sum", "amax", "max", "logsumexp") and arg(n, 0, "dim", "axis") is not None,
+        lambda n: (
+            callee(n) in ("sum", "amax", "max", "logsumexp")
+            and arg(n, 0, "dim", "axis") is not None
+        ),
     )
     wrong = [r for r in reductions if site.code(arg(r, 0, "dim", "axis").value) not in ("-1",)]
     if wrong:
