@@ -235,10 +235,19 @@ class Site:
         edits[id(line)] = put
         return self._apply(edits)
 
-    def insert_after(self, stmt: cst.CSTNode, code: str) -> str:
+    def insert_after(
+        self, stmt: cst.CSTNode, code: str, also: Sequence[tuple[cst.CSTNode, str]] = ()
+    ) -> str:
+        """The source with statement(s) `code` put just after `stmt` (a simple statement's
+        line, or a whole compound statement), and the replacements `also` made too."""
         line = self.statement(stmt) or stmt
         new_stmts = list(cst.parse_module(_dedent(code)).body)
-        return self._apply({id(line): lambda updated: cst.FlattenSentinel([updated, *new_stmts])})
+        edits: dict[int, Callable[[cst.CSTNode], Any]] = {}
+        for old, new in also:
+            node = self.parse_for(old, new)
+            edits[id(old)] = lambda _updated, node=node: node
+        edits[id(line)] = lambda updated: cst.FlattenSentinel([updated, *new_stmts])
+        return self._apply(edits)
 
     def remove(self, stmt: cst.CSTNode) -> str:
         line = self.statement(stmt) or stmt

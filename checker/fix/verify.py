@@ -41,6 +41,9 @@ class Verdict:
     result: Result | None = None
     fixed: list[str] = field(default_factory=list)  # failing before, passing now
     why: str = ""  # why not (for --debug)
+    # Progress without a regression, but some tests this mistake explains still fail: the
+    # repair may be right and another mistake hide it (search.py tries it provisionally).
+    partial: bool = False
 
 
 def judge(before: Result, after: Result, required: Iterable[str]) -> Verdict:
@@ -53,10 +56,11 @@ def judge(before: Result, after: Result, required: Iterable[str]) -> Verdict:
     lost = [t.id for t in before.tests if t.status == PASS and now.get(t.id) != PASS]
     if lost:
         return Verdict(False, after, why=f"breaks {lost[:3]}")
+    fixed = [t for t in failing(before) if now.get(t) == PASS]
     missing = [t for t in required if now.get(t) != PASS]
     if missing:
-        return Verdict(False, after, why=f"still fails {missing[:3]}")
-    fixed = [t for t in failing(before) if now.get(t) == PASS]
+        why = f"still fails {missing[:3]}"
+        return Verdict(False, after, fixed=fixed, why=why, partial=bool(fixed))
     if not fixed:
         return Verdict(False, after, why="fixes no test")
     return Verdict(True, after, fixed=fixed)

@@ -28,6 +28,7 @@ from attnkata.checker.fix.templates.common import (
     np_name,
     softmax_calls,
     softmax_input,
+    with_input,
 )
 from attnkata.checker.models import Diagnostic
 
@@ -148,6 +149,27 @@ def _buffer_slices(site: Site) -> Iterator[tuple[cst.Subscript, str]]:
         yield sub, new
 
 
+QUERY_POSITIONS = ("p", "p0", "p1", "qpos", "q_pos", "pos_q", "q_idx", "qi", "rows", "offs_m", "query_pos", "qp", "i_pos")
+
+
+def _query_positions(site: Site, offsets: list[str]) -> Iterator[Candidate]:
+    """Query positions assigned from the query's own index (`p0, p1 = i0, i1 - 1`): moved by
+    S - L, where the queries sit at the end of the keys."""
+    for asg in site.nodes(cst.Assign)[:40]:
+        target = asg.targets[0].target
+        names = [t.value for t in _walk(target) if isinstance(t, cst.Name)]
+        if not any(n in QUERY_POSITIONS for n in names):
+            continue
+        values = (
+            [e.value for e in asg.value.elements]
+            if isinstance(asg.value, cst.Tuple) and isinstance(target, cst.Tuple)
+            else [asg.value]
+        )
+        for off in offsets[:2]:
+            pairs = [(v, f"{site.code(v)} + ({off})") for v in values]
+            yield Candidate(site.replace_all(pairs), f"query positions offset by {off}")
+
+
 def _triangle_edits(site: Site, kind: str, offsets: list[str]) -> Iterator[Candidate]:
     for call in _triangles(site)[:3]:
         _, diag = _diagonal(call)
@@ -158,12 +180,12 @@ def _triangle_edits(site: Site, kind: str, offsets: list[str]) -> Iterator[Candi
                 yield Candidate(
                     _set_diagonal(site, call, _shift(diag, off)), f"{name} offset by {off}"
                 )
-        elif kind == "diagonal":
-            by = "1" if lower else "-1"
-            yield Candidate(_set_diagonal(site, call, _shift(diag, by)), f"{name} diagonal {by}")
-        elif kind == "future":
-            by = "-1" if lower else "1"
-            yield Candidate(_set_diagonal(site, call, _shift(diag, by)), f"{name} diagonal {by}")
+        elif kind in ("diagonal", "future"):
+            # Which way depends on what the triangle marks (allowed, or blocked): both, the
+            # likelier first.
+            first = "1" if lower == (kind == "diagonal") else "-1"
+            for by in (first, "-1" if first == "1" else "1"):
+                yield Candidate(_set_diagonal(site, call, _shift(diag, by)), f"{name} diagonal {by}")
         elif kind == "inverted":
             yield Candidate(_flip_triangle(site, call, diag), f"{name} -> the other triangle")
 
@@ -190,6 +212,7 @@ def _causal(site: Site, kind: str) -> Iterator[Candidate]:
     if kind == "top-left":
         for sub, new in _buffer_slices(site):
             yield Candidate(site.replace(sub, new), "buffer rows taken bottom-right")
+        yield from _query_positions(site, offsets)
     if kind == "inverted":
         for ret in site.nodes(cst.Return, lambda n: n.value is not None)[:2]:
             yield Candidate(
@@ -346,6 +369,7 @@ def mask_after(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     zeroings = _mask_uses(site) + site.nodes(
         cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Multiply)
     )
+    softmaxes = softmax_calls(site)
     for node in zeroings[:6]:
         stmt = site.statement(node)
         if stmt is None or not isinstance(stmt.body[0], cst.Assign):
@@ -354,6 +378,22 @@ def mask_after(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         if not isinstance(target, cst.Name):
             continue
         w = target.value
+        blocked = _blocked(site, node, w)
+        made = [
+            c for c in softmaxes
+            if (st := site.statement(c)) is not None
+            and isinstance(st.body[0], cst.Assign)
+            and site.code(st.body[0].targets[0].target).strip() == w
+            and site.order[c] < site.order[node]
+        ]
+        if not numpy and blocked is not None and made:
+            x, _ = softmax_input(made[-1])
+            if x is not None:
+                inner = with_input(site, made[-1], f"({site.code(x)}).masked_fill({blocked}, float('-inf'))")
+                yield Candidate(
+                    site.replace(stmt.body[0].value, f"{inner}.nan_to_num(0.0)"),
+                    "the softmax taken again over the allowed keys only",
+                )
         if numpy:
             np = np_name(site)
             line = f"{w} = {w} / {np}.maximum({w}.sum(axis=-1, keepdims=True), {np}.finfo({w}.dtype).tiny)"
@@ -362,6 +402,17 @@ def mask_after(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
                 f"{w} = {w} / {w}.sum(dim=-1, keepdim=True).clamp_min(torch.finfo({w}.dtype).tiny)"
             )
         yield Candidate(site.insert_after(stmt, line), "weights renormalised after the mask")
+
+
+def _blocked(site: Site, node: cst.CSTNode, weights: str) -> str | None:
+    """What the zeroing blocks: masked_fill(COND, 0) -> COND; w * m -> m == 0."""
+    if isinstance(node, cst.Call) and callee(node) in ("masked_fill", "masked_fill_"):
+        a = arg(node, 0, "mask")
+        return site.code(a.value) if a is not None else None
+    if isinstance(node, cst.BinaryOperation):
+        other = node.right if site.code(node.left).strip() == weights else node.left
+        return f"({site.code(other)}) == 0"
+    return None
 
 
 @template("padding-mask-wrong-axis")

@@ -53,14 +53,19 @@ def _roots(site: Site) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
 
 
 def _scope_names(site: Site, near: cst.CSTNode) -> set[str]:
-    """Names and `self.` attributes visible around `near` (the class's attributes included)."""
-    have = set(site.params(site.function(near)))
+    """Names the function around `near` can use: its parameters and the names it uses, and
+    the class's `self.` attributes in a method."""
+    fn = site.function(near)
+    params = site.params(fn)
+    have = set(params)
     for n in site.nodes(cst.Name):
-        have.add(n.value)
-    for a in site.nodes(
-        cst.Attribute, lambda n: isinstance(n.value, cst.Name) and n.value.value == "self"
-    ):
-        have.add("self." + a.attr.value)
+        if fn is None or site.function(n) is fn:
+            have.add(n.value)
+    if fn is None or "self" in params:
+        for a in site.nodes(
+            cst.Attribute, lambda n: isinstance(n.value, cst.Name) and n.value.value == "self"
+        ):
+            have.add("self." + a.attr.value)
     return have
 
 

@@ -10,6 +10,7 @@ from attnkata.checker.catalog import Kata
 from attnkata.checker.fix.site import Candidate, Site, arg, callee, receiver
 from attnkata.checker.fix.templates import template
 from attnkata.checker.fix.templates.common import (
+    MASK_NAMES,
     finite_fills,
     guarded_softmax,
     is_numpy,
@@ -86,6 +87,12 @@ def _hand_guards(site: Site, numpy: bool) -> Iterator[str]:
     """A softmax written out by hand: the max it subtracts made finite, the sum it divides by
     kept away from 0, or both."""
     maxes = [(c, s) for c in _exp_calls(site) if (s := _subtrahend(c)) is not None]
+    # x - x.max(...) on its own line, before the exp
+    maxes += [
+        (n, n.right)
+        for n in site.nodes(cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Subtract))
+        if isinstance(n.right, cst.Call) and callee(n.right) in MAX_CALLS
+    ]
     divs = _divisions(site)
     for _call, sub in maxes[:2]:
         fixed = _finite(site, sub, numpy)
@@ -158,6 +165,21 @@ def max_shift(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         yield Candidate(
             site.replace(a.value, f"{x} - {_row_max(site, x, numpy)}"), "exp shifted by the row max"
         )
+        # The mask applied after the exp: the max of the allowed scores only (a blocked key's
+        # huge score must not push the allowed ones to 0).
+        fn = site.function(call)
+        local = {n.value for n in site.nodes(cst.Name) if site.function(n) is fn}
+        masks = [m for m in MASK_NAMES if m in local or m in site.params(fn)]
+        for mask in masks[:2]:
+            if numpy:
+                np = np_name(site)
+                masked = f"({x} if {mask} is None else {np}.where({mask} != 0, {x}, -{np}.inf))"
+            else:
+                masked = f"({x} if {mask} is None else {x}.masked_fill({mask} == 0, float('-inf')))"
+            yield Candidate(
+                site.replace(a.value, f"{masked} - {_row_max(site, masked, numpy)}"),
+                "exp of the allowed scores, shifted by their max",
+            )
 
 
 @template("softmax-wrong-dim")
@@ -176,14 +198,18 @@ def softmax_dim(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             )
     reductions = site.nodes(
         cst.Call,
-        lambda n: (
-            callee(n) in ("sum", "amax", "max", "logsumexp")
-            and arg(n, 0, "dim", "axis") is not None
-        ),
+        lambda n: callee(n) in ("sum", "amax", "max", "logsumexp", "any", "all")
+        and arg(n, 0, "dim", "axis") is not None,
     )
-    wrong = [r for r in reductions if site.code(arg(r, 0, "dim", "axis").value) not in ("-1",)]
+    wrong = [(arg(r, 0, "dim", "axis").value, "-1") for r in reductions]
+    wrong = [(v, new) for v, new in wrong if site.code(v) != "-1"][:4]
     if wrong:
-        yield Candidate(
-            site.replace_all([(arg(r, 0, "dim", "axis").value, "-1") for r in wrong[:4]]),
-            "hand-written softmax over the last dim",
-        )
+        yield Candidate(site.replace_all(wrong), "hand-written softmax over the last dim")
+        calls = []
+        for call in softmax_calls(site)[:2]:
+            x, dim = softmax_input(call)
+            a = arg(call, 0 if receiver(call) is not None and x is receiver(call) else 1, "dim", "axis")
+            if a is not None and dim != "-1":
+                calls.append((a.value, "-1"))
+        if calls:
+            yield Candidate(site.replace_all(calls + wrong), "softmax and its reductions over the last dim")
