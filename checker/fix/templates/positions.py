@@ -237,6 +237,7 @@ def cache_kv_heads(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]
     rets = [r for r in site.nodes(cst.Return, lambda n: isinstance(n.value, cst.Tuple))]
     if block is None or not rets:
         return
+    repeats.sort(key=lambda r: site.order[r[0]])  # K before V, as the file has them
     names = [t for _, t, _ in repeats]
     held = site.fresh("kv_cache")
     lines = [f"{held} = ({', '.join(names)})"]
