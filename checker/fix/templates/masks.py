@@ -281,6 +281,19 @@ def _mask_uses(site: Site) -> list[cst.Call]:
 
 
 def _negated_conditions(site: Site, numpy: bool = False) -> Iterator[Candidate]:
+    fills = [
+        a.value
+        for call in _mask_uses(site)
+        if callee(call) in ("masked_fill", "masked_fill_") and (a := arg(call, 0, "mask")) is not None
+    ]
+    by_text: dict[str, list[cst.BaseExpression]] = {}
+    for cond in fills:
+        by_text.setdefault(site.code(cond), []).append(cond)
+    for conds in by_text.values():
+        if len(conds) > 1:  # the same mask flipped in every branch
+            yield Candidate(
+                site.replace_all([(c, _negate(site, c, numpy)) for c in conds]), "every use of the mask negated"
+            )
     for call in _mask_uses(site)[:4]:
         name = callee(call)
         if name in ("masked_fill", "masked_fill_"):
@@ -313,11 +326,20 @@ def _mask_param(site: Site, near: cst.CSTNode) -> list[str]:
     return [p for p in params if p in MASK_NAMES]
 
 
+NOT_IN_PLACE = ("masked_fill", "where", "add", "mul", "clamp", "nan_to_num")
+
+
 @template("mask-ignored")
 def mask_ignored(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
-    """The caller's mask never reaches the scores: fill the masked scores with -inf before
-    the softmax (and guard the rows it empties)."""
+    """The caller's mask never reaches the scores: a masking whose result is thrown away is
+    kept; else the masked scores are filled with -inf before the softmax (and the rows it
+    empties guarded)."""
     numpy = is_numpy(site, kata.id)
+    for expr in site.nodes(cst.Expr, lambda n: isinstance(n.value, cst.Call) and callee(n.value) in NOT_IN_PLACE):
+        rec = receiver(expr.value)
+        if isinstance(rec, cst.Name):
+            stmt = site.statement(expr) or expr
+            yield Candidate(site.replace(stmt, f"{rec.value} = {site.code(expr.value)}"), "the masked scores kept")
     if numpy:
         return
     for call in softmax_calls(site)[:2]:

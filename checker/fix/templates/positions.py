@@ -136,7 +136,16 @@ def _cache_lengths(site: Site, near: cst.CSTNode) -> list[str]:
 
 @template("cache-concat-wrong-dim")
 def cache_dim(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
-    for call in site.calls("cat", "concat", "concatenate")[:4]:
+    cats = site.calls("cat", "concat", "concatenate")
+    cached = [
+        c for c in cats
+        if c.args and any(isinstance(n, cst.Name) and n.value in CACHES + ("k_cache", "v_cache", "past_k", "past_v") for n in _names(c.args[0].value))
+    ]
+    for new in ("-2", "2"):
+        pairs = [(d.value, new) for c in cached if (d := arg(c, 1, "dim", "axis")) is not None and code_of(d.value) != new]
+        if len(pairs) > 1:  # K and V alike
+            yield Candidate(site.replace_all(pairs), f"the cache grows along dim {new}")
+    for call in cats[:4]:
         dim = arg(call, 1, "dim", "axis")
         if dim is not None:
             for new in ("-2", "2"):

@@ -3,7 +3,6 @@ only it) in the inputs' dtype, leaving the inputs as they came."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -11,7 +10,7 @@ import libcst as cst
 from attnkata.checker.catalog import Kata
 from attnkata.checker.fix.site import Candidate, Site, callee, code_of, receiver
 from attnkata.checker.fix.templates import template
-from attnkata.checker.fix.templates.common import VALUE_NAMES, is_numpy, softmax_calls
+from attnkata.checker.fix.templates.common import VALUE_NAMES, is_numpy
 from attnkata.checker.models import Diagnostic
 
 
@@ -62,25 +61,28 @@ def output_only(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     for ret in _entry_returns(site)[:3]:
         value = ret.value
         if isinstance(value, cst.Tuple) and value.elements:
-            yield Candidate(
-                site.replace(value, site.code(value.elements[0].value)), "return the output only"
-            )
-        elif isinstance(value, cst.Name):
-            values = [
-                n.value
-                for n in site.nodes(cst.Name, lambda n: n.value in VALUE_NAMES)
-                if site.function(n) is site.function(ret)
-            ]
-            made_by_softmax = any(
-                site.statement(c) is not None
-                and re.match(rf"\s*{value.value}\s*=", code_of(site.statement(c)))
-                for c in softmax_calls(site)
-            )
-            if values and made_by_softmax:
-                yield Candidate(
-                    site.replace(value, f"{value.value} @ {values[0]}"),
-                    "return the weighted values",
-                )
+            first = site.code(value.elements[0].value)
+            yield Candidate(site.replace(value, first), "return the output only")
+            continue
+        values = [
+            n.value
+            for n in site.nodes(cst.Name, lambda n: n.value in VALUE_NAMES)
+            if site.function(n) is site.function(ret)
+        ]
+        if not values:
+            continue
+        inside = {n.value for n in _names(value) if isinstance(n, cst.Name)}
+        if values[0] in inside:
+            continue  # it already weighs the values
+        yield Candidate(
+            site.replace(value, f"({site.code(value)}) @ {values[0]}"), "return the weighted values"
+        )
+
+
+def _names(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _names(child)
 
 
 def _first_tensor(site: Site, fn: cst.FunctionDef | None) -> str | None:
@@ -98,6 +100,15 @@ def keep_dtype(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             continue
         method = "astype" if numpy else "to"
         value = ret.value
+        body = fn.body if fn is not None else None
+        if isinstance(body, cst.IndentedBlock) and body.body and not isinstance(value, cst.Tuple):
+            # the input itself rebound (q = q.double()): the dtype it came in, kept first
+            dtype = site.fresh("in_dtype")
+            cast = f"({site.code(value)}).{method}({dtype})"
+            yield Candidate(
+                site.insert_before(body.body[0], f"{dtype} = {x}.dtype", also=[(value, cast)]),
+                f"output cast to the dtype {x} came in",
+            )
         if isinstance(value, cst.Tuple):
             pairs = [
                 (e.value, f"{site.code(e.value)}.{method}({x}.dtype)")
@@ -128,7 +139,7 @@ def copy_inputs(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         first = body.body[0]
         if _is_docstring(first) and len(body.body) > 1:
             first = body.body[1]
-        lines = "\n".join(f"{p} = {p}.{copy}()" for p in written)
+        lines = "\n".join(f"{p} = None if {p} is None else {p}.{copy}()" for p in written)
         yield Candidate(site.insert_before(first, lines), f"work on copies of {', '.join(written)}")
 
 

@@ -185,6 +185,14 @@ def max_shift(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
 @template("softmax-wrong-dim")
 def softmax_dim(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """The softmax (and a hand-written one's max and sum) over the keys, the last dim."""
+    same: list[tuple[cst.CSTNode, str]] = []
+    for call in softmax_calls(site):
+        x, dim = softmax_input(call)
+        a = arg(call, 0 if receiver(call) is not None and x is receiver(call) else 1, "dim", "axis")
+        if a is not None and dim != "-1":
+            same.append((a.value, "-1"))
+    if len(same) > 1:  # the same wrong dim in every branch
+        yield Candidate(site.replace_all(same), "every softmax over the last dim")
     for call in softmax_calls(site)[:3]:
         x, dim = softmax_input(call)
         if dim in ("-1",):
