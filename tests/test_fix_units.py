@@ -20,14 +20,14 @@ from attnkata.checker.messages import MESSAGES, msg
 from attnkata.checker.models import Diagnostic, Fix, FixReport, Result, SourceRef
 from attnkata.checker.models import TestResult as Outcome
 
-SOURCE = '''import torch
+SOURCE = """import torch
 
 
 def f(q, k):
     # the scores
     s = q @ k.transpose(-2, -1)  # (L, S)
     return s.softmax(-1) * 2
-'''
+"""
 
 
 def _site(source: str = SOURCE) -> Site:
@@ -54,9 +54,15 @@ def test_an_operation_put_inside_another_keeps_its_meaning():
 def test_a_line_goes_in_after_the_comments_that_lead_its_statement():
     site = _site()
     stmt = site.calls("transpose")[0]
-    new = site.insert_before(stmt, "k = k.float()", also=[(site.calls("softmax")[0], "s.softmax(dim=-1)")])
+    new = site.insert_before(
+        stmt, "k = k.float()", also=[(site.calls("softmax")[0], "s.softmax(dim=-1)")]
+    )
     lines = new.splitlines()
-    assert lines[4:7] == ["    # the scores", "    k = k.float()", "    s = q @ k.transpose(-2, -1)  # (L, S)"]
+    assert lines[4:7] == [
+        "    # the scores",
+        "    k = k.float()",
+        "    s = q @ k.transpose(-2, -1)  # (L, S)",
+    ]
     assert "s.softmax(dim=-1) * 2" in new
     compile(new, "f.py", "exec")
 
@@ -74,11 +80,16 @@ def test_a_keyword_is_added_or_replaced():
 
     call = cst.parse_expression("torch.tril(x, diagonal=1)")
     assert code_of(with_kwarg(call, "diagonal", "S - L")) == "torch.tril(x, diagonal=S - L)"
-    assert code_of(with_kwarg(cst.parse_expression("x.tril()"), "diagonal", "1")) == "x.tril(diagonal=1)"
+    assert (
+        code_of(with_kwarg(cst.parse_expression("x.tril()"), "diagonal", "1"))
+        == "x.tril(diagonal=1)"
+    )
 
 
 def test_the_diff_names_the_lines_it_touches():
-    after = SOURCE.replace("    return s.softmax(-1) * 2\n", "    m = 1\n    return s.softmax(-1) * m\n")
+    after = SOURCE.replace(
+        "    return s.softmax(-1) * 2\n", "    m = 1\n    return s.softmax(-1) * m\n"
+    )
     text, lines, touched = diff_of(SOURCE, after, "f.py")
     assert text.startswith("--- a/f.py\n+++ b/f.py\n")
     assert lines == [7] and touched == 2
@@ -96,7 +107,9 @@ def _result(statuses: dict[str, str]) -> Result:
 
 def test_a_repair_must_fix_what_its_mistake_explains_and_break_nothing():
     before = _result({"a": "fail", "b": "fail", "c": "pass", "d": "skip"})
-    assert judge(before, _result({"a": "pass", "b": "pass", "c": "pass", "d": "skip"}), ["a", "b"]).ok
+    assert judge(
+        before, _result({"a": "pass", "b": "pass", "c": "pass", "d": "skip"}), ["a", "b"]
+    ).ok
     broke = judge(before, _result({"a": "pass", "b": "pass", "c": "fail", "d": "skip"}), ["a"])
     assert not broke.ok and "breaks" in broke.why
     half = judge(before, _result({"a": "pass", "b": "fail", "c": "pass", "d": "skip"}), ["a", "b"])
@@ -142,7 +155,9 @@ def test_the_terminal_leads_with_the_diagnosis_and_folds_the_tests_it_explains()
     console = Console(width=200, record=True)
     render_result(console, _folded_result())
     text = console.export_text()
-    assert text.index("What went wrong") < text.index("explains 8 failing test(s): t0, t1, t2, t3 … and 4 more")
+    assert text.index("What went wrong") < text.index(
+        "explains 8 failing test(s): t0, t1, t2, t3 … and 4 more"
+    )
     assert "message 5" not in text  # folded
     assert "unexplained" in text and "Failing tests no diagnosis explains" in text
     assert "9 failing test(s) in all; `--tests` lists every test." in text
@@ -167,7 +182,15 @@ def test_the_fix_report_renders_its_diff_and_its_honest_answers():
 
     report = FixReport(kata="gqa", solution="gqa.py", status="fail", failing=20, graded=3)
     report.fixes.append(
-        Fix("kv-repeat-instead-of-interleave", "KV heads tiled", "--- a/gqa.py\n+++ b/gqa.py\n-a\n+b\n", [29], 1, 20, 20)
+        Fix(
+            "kv-repeat-instead-of-interleave",
+            "KV heads tiled",
+            "--- a/gqa.py\n+++ b/gqa.py\n-a\n+b\n",
+            [29],
+            1,
+            20,
+            20,
+        )
     )
     report.unfixed = ["scale-by-d-model"]
     report.fixed_status = "fail"
@@ -175,7 +198,10 @@ def test_the_fix_report_renders_its_diff_and_its_honest_answers():
     console = Console(width=200, record=True)
     render_fix_report(console, report, "gqa")
     text = console.export_text()
-    assert "Fix 1 of 1: kv-repeat-instead-of-interleave" in text and "fixes 20 of 20 failing tests" in text
+    assert (
+        "Fix 1 of 1: kv-repeat-instead-of-interleave" in text
+        and "fixes 20 of 20 failing tests" in text
+    )
     assert "No verified fix for scale-by-d-model" in text and "kata fix gqa --write" in text
     assert "+b" in fix_html(report) and "No verified fix for scale-by-d-model" in fix_html(report)
     data = report.to_dict()
@@ -194,7 +220,10 @@ def test_every_essential_mistake_has_a_first_rung_in_words_in_both_languages():
         assert key in MESSAGES, mid
         for lang in ("en", "zh"):
             text = msg(key, lang)
-            assert not any(c in text for c in ("`", "torch.", "=", "[", "()")), (mid, text)  # no code
+            assert not any(c in text for c in ("`", "torch.", "=", "[", "()")), (
+                mid,
+                text,
+            )  # no code
         assert len(msg(key, "en").split()) <= 120
 
 
@@ -215,7 +244,12 @@ def test_the_second_rung_points_at_the_line_and_the_evidence_on_a_small_input():
     assert "explains 20" not in text and "reproduced on the probe(s) 'no mask'" in text
     zh = where_text(d, "zh", evidence=False)
     assert "第 29 行" in zh and "查询头 1 读的是 KV 头 1" in zh and "reproduced" not in zh
-    grid = Diagnostic(id="causal-mask-top-left", severity="essential", title="t", data={"mask_expected": [[1, 0], [1, 1]], "mask_got": [[1, 1], [1, 1]]})
+    grid = Diagnostic(
+        id="causal-mask-top-left",
+        severity="essential",
+        title="t",
+        data={"mask_expected": [[1, 0], [1, 1]], "mask_got": [[1, 1], [1, 1]]},
+    )
     assert "query 0 attends key 1; it should not" in where_text(grid, "en")
     assert len(where_text(d, "en").split()) <= 121
 
@@ -239,12 +273,22 @@ def test_two_mistakes_of_a_family_never_say_the_other_part_was_done_right():
 
     def diag(mid: str) -> Diagnostic:
         m = mistakes.get(mid)
-        return Diagnostic(id=mid, severity="essential", title="t", explanation=m.render("explanation", "en", {"block_k": 64}))
+        return Diagnostic(
+            id=mid,
+            severity="essential",
+            title="t",
+            explanation=m.render("explanation", "en", {"block_k": 64}),
+        )
 
     alone = [diag("online-softmax-no-rescale")]
     assert "rescales the running sum" in joint_texts(alone, "en")[0].explanation
-    both = joint_texts([diag("online-softmax-no-rescale"), diag("online-softmax-sum-not-rescaled")], "en")
-    assert "rescales the running sum" not in both[0].explanation and "not rescaled either" in both[0].explanation
+    both = joint_texts(
+        [diag("online-softmax-no-rescale"), diag("online-softmax-sum-not-rescaled")], "en"
+    )
+    assert (
+        "rescales the running sum" not in both[0].explanation
+        and "not rescaled either" in both[0].explanation
+    )
     assert "rescales the accumulator" not in both[1].explanation
     assert "accumulator either" in both[1].explanation
 
@@ -274,7 +318,17 @@ def test_graded_feedback_shows_a_fix_only_when_the_instructor_asked(tmp_path: Pa
     reply = worker.grade_one(fake_check, "gqa", tmp_path / "gqa.py", None, "en", ("flag", ()))
     assert reply["ok"] and "fix" not in reply
     assert fix_markdown(None, "en") == []
-    fix = {"fixes": [{"mistake": "kv-repeat-instead-of-interleave", "title": "t", "diff": "-a\n+b\n", "tests_fixed": 2, "tests_failing": 3}]}
+    fix = {
+        "fixes": [
+            {
+                "mistake": "kv-repeat-instead-of-interleave",
+                "title": "t",
+                "diff": "-a\n+b\n",
+                "tests_fixed": 2,
+                "tests_failing": 3,
+            }
+        ]
+    }
     text = "\n".join(fix_markdown(fix, "en"))
     assert "Verified fix" in text and "```diff\n-a\n+b\n```" in text and "fixes 2 of 3" in text
 

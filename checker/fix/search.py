@@ -156,7 +156,11 @@ def repair(
     repaired source (None when nothing was repaired)."""
     t0 = time.perf_counter()
     report = FixReport(
-        kata=kata.id, solution=str(path), status=result.status, failing=len(failing(result)), lang=lang
+        kata=kata.id,
+        solution=str(path),
+        status=result.status,
+        failing=len(failing(result)),
+        lang=lang,
     )
     pending = [d for d in result.diagnostics if fixable(d)]
     without = [

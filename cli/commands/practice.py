@@ -475,7 +475,7 @@ def history(
     table = Table(title="history", box=box.SIMPLE_HEAD)
     # 80 columns are enough and no id is ever cut: the mistakes go on the lines under their
     # attempt, in the kata column (ids are up to ~32 characters), not in a column of their own.
-    for col in ("when", "kata · mistakes", "status", "tests", "rungs"):
+    for col in ("when", "kata · mistakes", "status", "tests"):
         table.add_column(col, no_wrap=True)
     year = time.localtime().tm_year
     for r in rows:
@@ -484,9 +484,11 @@ def history(
         status = Text(r["status"], style="green" if r["status"] == "pass" else "red")
         if r["mode"] != "practice":
             status.append(f" ({r['mode']})", style="dim")
-        table.add_row(when, r["kata"], status, f"{r['passed']}/{r['total']}", str(r["rungs"] or ""))
+        if r["rungs"]:  # the hint ladder's rungs taken before this attempt
+            status.append(f"\n{r['rungs']} rung(s)", style="dim")
+        table.add_row(when, r["kata"], status, f"{r['passed']}/{r['total']}")
         for mid in r["diagnoses"]:
-            table.add_row("", Text(f"  {mid}", style="yellow"), "", "", "")
+            table.add_row("", Text(f"  {mid}", style="yellow"), "", "")
     out.print(table)
 
 

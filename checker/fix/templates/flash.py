@@ -40,7 +40,11 @@ def _squeezed(site: Site, factor: cst.BaseExpression) -> list[str]:
     """The factor as written, without a trailing unsqueeze(-1) / [..., None], and with one."""
     code = site.code(factor)
     out = [code]
-    if isinstance(factor, cst.Call) and callee(factor) == "unsqueeze" and (rec := receiver(factor)) is not None:
+    if (
+        isinstance(factor, cst.Call)
+        and callee(factor) == "unsqueeze"
+        and (rec := receiver(factor)) is not None
+    ):
         out.append(site.code(rec))
     elif isinstance(factor, cst.Subscript) and code.endswith((", None]", ",None]")):
         out.append(site.code(factor.value))
@@ -74,7 +78,11 @@ def _exp_guards(site: Site) -> list[tuple[cst.BaseExpression, str]]:
     out = []
     for call in site.calls("exp", "exp2"):
         a = arg(call, 0, "input", "x")
-        if a is not None and isinstance(a.value, cst.BinaryOperation) and isinstance(a.value.operator, cst.Subtract):
+        if (
+            a is not None
+            and isinstance(a.value, cst.BinaryOperation)
+            and isinstance(a.value.operator, cst.Subtract)
+        ):
             m = a.value.right
             out.append((m, f"torch.nan_to_num({site.code(m)}, neginf=0.0)"))
     return out
@@ -100,7 +108,11 @@ def _running_max_inits(site: Site) -> list[cst.Call]:
     for asg in site.nodes(cst.Assign):
         names = [site.code(t.target) for t in asg.targets]
         value = asg.value
-        if isinstance(value, cst.Call) and callee(value) in ZEROS and any(n in maxed for n in names):
+        if (
+            isinstance(value, cst.Call)
+            and callee(value) in ZEROS
+            and any(n in maxed for n in names)
+        ):
             out.append(value)
     return out
 
@@ -111,7 +123,10 @@ def max_init(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     for call in _running_max_inits(site)[:2]:
         new = f"torch.full_like({site.code(call)}, float('-inf'))"
         yield Candidate(site.replace(call, new), "running max starts at -inf")
-        yield Candidate(site.replace_all([(call, new), *_exp_guards(site)]), "running max starts at -inf, exps guarded")
+        yield Candidate(
+            site.replace_all([(call, new), *_exp_guards(site)]),
+            "running max starts at -inf, exps guarded",
+        )
 
 
 def _ceil_divisions(site: Site) -> list[tuple[cst.BinaryOperation, str]]:
@@ -133,11 +148,19 @@ def tail_tile(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             yield Candidate(site.replace(*c), "the number of tiles rounded up")
         sized = _tile_sizes(site)
         if sized:
-            yield Candidate(site.replace_all(ceil + sized), "tiles rounded up, sized by their own length")
+            yield Candidate(
+                site.replace_all(ceil + sized), "tiles rounded up, sized by their own length"
+            )
     for call in site.calls("range"):
         args = [a.value for a in call.args]
-        if len(args) == 3 and isinstance(args[1], cst.BinaryOperation) and isinstance(args[1].operator, cst.Subtract):
-            yield Candidate(site.replace(args[1], site.code(args[1].left)), "the range reaches the end")
+        if (
+            len(args) == 3
+            and isinstance(args[1], cst.BinaryOperation)
+            and isinstance(args[1].operator, cst.Subtract)
+        ):
+            yield Candidate(
+                site.replace(args[1], site.code(args[1].left)), "the range reaches the end"
+            )
 
 
 def _tile_sizes(site: Site) -> list[tuple[cst.CSTNode, str]]:
@@ -149,7 +172,18 @@ def _tile_sizes(site: Site) -> list[tuple[cst.CSTNode, str]]:
             loop = next((a for a in site.ancestors(asg) if isinstance(a, cst.For)), None)
             if loop is not None and loop not in tiles:
                 tiles[loop] = asg.targets[0].target.value
-    blocks = {"Br", "Bc", "block_q", "block_k", "bq", "bk", "BLOCK_M", "BLOCK_N", "block_m", "block_n"}
+    blocks = {
+        "Br",
+        "Bc",
+        "block_q",
+        "block_k",
+        "bq",
+        "bk",
+        "BLOCK_M",
+        "BLOCK_N",
+        "block_m",
+        "block_n",
+    }
     out: list[tuple[cst.CSTNode, str]] = []
     for call in site.calls("zeros", "full", "empty", "ones"):
         loop = next((a for a in site.ancestors(call) if isinstance(a, cst.For)), None)
@@ -169,7 +203,9 @@ LSE = ("lse", "L", "logsumexp", "lse0", "m")
 
 def _first_slice(site: Site, names: tuple[str, ...]) -> tuple[str, str] | None:
     """(name, slice code) of the first subscript of one of `names`: dout[:, :, i0:i1]."""
-    for sub in site.nodes(cst.Subscript, lambda n: isinstance(n.value, cst.Name) and n.value.value in names):
+    for sub in site.nodes(
+        cst.Subscript, lambda n: isinstance(n.value, cst.Name) and n.value.value in names
+    ):
         return sub.value.value, ", ".join(site.code(e.slice) for e in sub.slice)
     return None
 
@@ -185,17 +221,29 @@ def delta_term(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     sl = _first_slice(site, (douts[0],))
     rows = f"[{sl[1]}]" if sl else ""
     delta = f"({douts[0]}{rows} * {outs[0]}{rows}).sum(dim=-1, keepdim=True)"
-    for asg in site.nodes(cst.Assign, lambda n: isinstance(n.value, cst.BinaryOperation) and isinstance(n.value.operator, cst.Multiply)):
+    for asg in site.nodes(
+        cst.Assign,
+        lambda n: (
+            isinstance(n.value, cst.BinaryOperation) and isinstance(n.value.operator, cst.Multiply)
+        ),
+    ):
         if not code_of(asg.targets[0].target).strip().lower().startswith("ds"):
             continue
         dp = asg.value.right
-        yield Candidate(site.replace(dp, f"({site.code(dp)} - {delta})"), "dS = P * (dP - rowsum(dO * O))")
+        yield Candidate(
+            site.replace(dp, f"({site.code(dp)} - {delta})"), "dS = P * (dP - rowsum(dO * O))"
+        )
 
 
 @template("flash-bwd-renormalizes-per-tile")
 def tile_weights(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """P of a tile is exp(S - lse) of the whole row, not the tile's own softmax."""
-    lses = [site.code(s) for s in site.nodes(cst.Subscript, lambda n: isinstance(n.value, cst.Name) and n.value.value in LSE)]
+    lses = [
+        site.code(s)
+        for s in site.nodes(
+            cst.Subscript, lambda n: isinstance(n.value, cst.Name) and n.value.value in LSE
+        )
+    ]
     sl = _first_slice(site, ("q",))
     params = site.params(site.functions()[0] if site.functions() else None)
     for name in [p for p in params if p in LSE][:1]:
@@ -203,12 +251,20 @@ def tile_weights(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             rows = sl[1].rsplit(",", 1)[0] if sl[1].rstrip().endswith(":") else sl[1]
             lses.append(f"{name}[{rows}, None]")
     for call in site.calls("softmax")[:2]:
-        x = call.args[0].value if call.args and receiver(call) is not None and code_of(receiver(call)) in ("torch", "F") else receiver(call)
+        x = (
+            call.args[0].value
+            if call.args
+            and receiver(call) is not None
+            and code_of(receiver(call)) in ("torch", "F")
+            else receiver(call)
+        )
         if x is None:
             continue
         for lse in list(dict.fromkeys(lses))[:3]:
             yield Candidate(
-                site.replace(call, f"torch.exp({site.code(x)} - torch.nan_to_num({lse}, neginf=0.0))"),
+                site.replace(
+                    call, f"torch.exp({site.code(x)} - torch.nan_to_num({lse}, neginf=0.0))"
+                ),
                 f"exp(S - {lse})",
             )
 
@@ -220,15 +276,32 @@ def transposed_grads(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidat
         if not code_of(target).strip().lower().startswith(("dv", "dk")):
             continue
         value = node.value
-        prod = value if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.MatrixMultiply) else None
+        prod = (
+            value
+            if isinstance(value, cst.BinaryOperation)
+            and isinstance(value.operator, cst.MatrixMultiply)
+            else None
+        )
         if prod is None and isinstance(value, cst.BinaryOperation):
-            prod = next((x for x in (value.right, value.left) if isinstance(x, cst.BinaryOperation) and isinstance(x.operator, cst.MatrixMultiply)), None)
+            prod = next(
+                (
+                    x
+                    for x in (value.right, value.left)
+                    if isinstance(x, cst.BinaryOperation)
+                    and isinstance(x.operator, cst.MatrixMultiply)
+                ),
+                None,
+            )
         if prod is None:
             continue
         left = prod.left
         if isinstance(left, cst.Attribute) and left.attr.value in ("mT", "T"):
             new = site.code(left.value)
-        elif isinstance(left, cst.Call) and callee(left) == "transpose" and receiver(left) is not None:
+        elif (
+            isinstance(left, cst.Call)
+            and callee(left) == "transpose"
+            and receiver(left) is not None
+        ):
             new = site.code(receiver(left))
         else:
             new = f"{site.code(left)}.transpose(-2, -1)"

@@ -149,7 +149,21 @@ def _buffer_slices(site: Site) -> Iterator[tuple[cst.Subscript, str]]:
         yield sub, new
 
 
-QUERY_POSITIONS = ("p", "p0", "p1", "qpos", "q_pos", "pos_q", "q_idx", "qi", "rows", "offs_m", "query_pos", "qp", "i_pos")
+QUERY_POSITIONS = (
+    "p",
+    "p0",
+    "p1",
+    "qpos",
+    "q_pos",
+    "pos_q",
+    "q_idx",
+    "qi",
+    "rows",
+    "offs_m",
+    "query_pos",
+    "qp",
+    "i_pos",
+)
 
 
 def _query_positions(site: Site, offsets: list[str]) -> Iterator[Candidate]:
@@ -185,7 +199,9 @@ def _triangle_edits(site: Site, kind: str, offsets: list[str]) -> Iterator[Candi
             # likelier first.
             first = "1" if lower == (kind == "diagonal") else "-1"
             for by in (first, "-1" if first == "1" else "1"):
-                yield Candidate(_set_diagonal(site, call, _shift(diag, by)), f"{name} diagonal {by}")
+                yield Candidate(
+                    _set_diagonal(site, call, _shift(diag, by)), f"{name} diagonal {by}"
+                )
         elif kind == "inverted":
             yield Candidate(_flip_triangle(site, call, diag), f"{name} -> the other triangle")
 
@@ -284,7 +300,8 @@ def _negated_conditions(site: Site, numpy: bool = False) -> Iterator[Candidate]:
     fills = [
         a.value
         for call in _mask_uses(site)
-        if callee(call) in ("masked_fill", "masked_fill_") and (a := arg(call, 0, "mask")) is not None
+        if callee(call) in ("masked_fill", "masked_fill_")
+        and (a := arg(call, 0, "mask")) is not None
     ]
     by_text: dict[str, list[cst.BaseExpression]] = {}
     for cond in fills:
@@ -292,7 +309,8 @@ def _negated_conditions(site: Site, numpy: bool = False) -> Iterator[Candidate]:
     for conds in by_text.values():
         if len(conds) > 1:  # the same mask flipped in every branch
             yield Candidate(
-                site.replace_all([(c, _negate(site, c, numpy)) for c in conds]), "every use of the mask negated"
+                site.replace_all([(c, _negate(site, c, numpy)) for c in conds]),
+                "every use of the mask negated",
             )
     for call in _mask_uses(site)[:4]:
         name = callee(call)
@@ -335,11 +353,16 @@ def mask_ignored(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     kept; else the masked scores are filled with -inf before the softmax (and the rows it
     empties guarded)."""
     numpy = is_numpy(site, kata.id)
-    for expr in site.nodes(cst.Expr, lambda n: isinstance(n.value, cst.Call) and callee(n.value) in NOT_IN_PLACE):
+    for expr in site.nodes(
+        cst.Expr, lambda n: isinstance(n.value, cst.Call) and callee(n.value) in NOT_IN_PLACE
+    ):
         rec = receiver(expr.value)
         if isinstance(rec, cst.Name):
             stmt = site.statement(expr) or expr
-            yield Candidate(site.replace(stmt, f"{rec.value} = {site.code(expr.value)}"), "the masked scores kept")
+            yield Candidate(
+                site.replace(stmt, f"{rec.value} = {site.code(expr.value)}"),
+                "the masked scores kept",
+            )
     if numpy:
         return
     for call in softmax_calls(site)[:2]:
@@ -402,7 +425,8 @@ def mask_after(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         w = target.value
         blocked = _blocked(site, node, w)
         made = [
-            c for c in softmaxes
+            c
+            for c in softmaxes
             if (st := site.statement(c)) is not None
             and isinstance(st.body[0], cst.Assign)
             and site.code(st.body[0].targets[0].target).strip() == w
@@ -411,7 +435,9 @@ def mask_after(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         if not numpy and blocked is not None and made:
             x, _ = softmax_input(made[-1])
             if x is not None:
-                inner = with_input(site, made[-1], f"({site.code(x)}).masked_fill({blocked}, float('-inf'))")
+                inner = with_input(
+                    site, made[-1], f"({site.code(x)}).masked_fill({blocked}, float('-inf'))"
+                )
                 yield Candidate(
                     site.replace(stmt.body[0].value, f"{inner}.nan_to_num(0.0)"),
                     "the softmax taken again over the allowed keys only",

@@ -22,17 +22,27 @@ def exponent(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """theta ** (i / d) per pair i: the exponent is 2i / d."""
     powers = site.nodes(cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Power))
     pows = site.calls("pow")
-    exps: list[cst.BaseExpression] = [p.right for p in powers] + [c.args[1].value for c in pows if len(c.args) > 1]
+    exps: list[cst.BaseExpression] = [p.right for p in powers] + [
+        c.args[1].value for c in pows if len(c.args) > 1
+    ]
     for e in exps[:4]:
         inner = e
         while isinstance(inner, cst.UnaryOperation):
             inner = inner.expression
-        divs = [inner] if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Divide) else []
+        divs = (
+            [inner]
+            if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Divide)
+            else []
+        )
         for div in divs:
             yield Candidate(site.replace(div.left, f"2 * {site.code(div.left)}"), "exponent 2i / d")
     for call in site.calls("arange")[:3]:
         args = [a for a in call.args if a.keyword is None]
-        if len(args) == 2 and isinstance(args[1].value, cst.BinaryOperation) and isinstance(args[1].value.operator, cst.FloorDivide):
+        if (
+            len(args) == 2
+            and isinstance(args[1].value, cst.BinaryOperation)
+            and isinstance(args[1].value.operator, cst.FloorDivide)
+        ):
             whole = site.code(args[1].value.left)
             yield Candidate(site.replace(args[1].value, f"{whole}, 2"), "arange(0, d, 2)")
 
@@ -56,7 +66,10 @@ def direction(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             yield Candidate(site.replace_all(pairs), "the other half negated")
     sins = [c for c in site.calls("sin") if not isinstance(site.parent(c), cst.UnaryOperation)]
     if sins:
-        yield Candidate(site.replace_all([(c, f"-{site.code(c)}") for c in sins]), "rotation by +angle (sine's sign)")
+        yield Candidate(
+            site.replace_all([(c, f"-{site.code(c)}") for c in sins]),
+            "rotation by +angle (sine's sign)",
+        )
 
 
 @template("rope-positions-ignored", "cache-positions-restart")
@@ -68,11 +81,17 @@ def positions(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         given = [p for p in params if p in POSITIONS]
         args = [a for a in call.args if a.keyword is None]
         if given and d.id == "rope-positions-ignored":
-            yield Candidate(site.replace(call, f"{given[0]}.to(torch.float64)"), f"angles from {given[0]}")
+            yield Candidate(
+                site.replace(call, f"{given[0]}.to(torch.float64)"), f"angles from {given[0]}"
+            )
         if d.id == "cache-positions-restart" and len(args) == 1:
             n = site.code(args[0].value)
             for start in _cache_lengths(site, call):
-                new = code_of(call.with_changes(args=[cst.Arg(cst.parse_expression(start)), *call.args[:1], *call.args[1:]]))
+                new = code_of(
+                    call.with_changes(
+                        args=[cst.Arg(cst.parse_expression(start)), *call.args[:1], *call.args[1:]]
+                    )
+                )
                 new = new.replace(f"({start}, {n}", f"({start}, {start} + {n}", 1)
                 yield Candidate(site.replace(call, new), f"positions from {start} on")
     for sub in site.nodes(cst.Subscript)[:8]:
@@ -103,7 +122,8 @@ def _offset_through_helper(site: Site) -> Iterator[Candidate]:
         uses = [
             c
             for c in site.nodes(cst.Call)
-            if isinstance(c.func, cst.Attribute | cst.Name) and code_of(c.func).split(".")[-1] == name
+            if isinstance(c.func, cst.Attribute | cst.Name)
+            and code_of(c.func).split(".")[-1] == name
         ]
         starts = {id(u): _cache_lengths(site, u) for u in uses}
         if not uses or not all(starts.values()):
@@ -122,13 +142,19 @@ def _offset_through_helper(site: Site) -> Iterator[Candidate]:
         for u in uses:
             extra = cst.Arg(cst.parse_expression(starts[id(u)][0]))
             pairs.append((u, u.with_changes(args=[*u.args, extra])))
-        yield Candidate(site.replace_all(pairs), f"{name} starts its positions at the cache's length")
+        yield Candidate(
+            site.replace_all(pairs), f"{name} starts its positions at the cache's length"
+        )
 
 
 def _cache_lengths(site: Site, near: cst.CSTNode) -> list[str]:
     fn = site.function(near)
     scope = set(site.params(fn)) | {n.value for n in site.nodes(cst.Name) if site.function(n) is fn}
-    out = [n for n in ("past", "past_len", "past_length", "start_pos", "offset", "cache_len", "P") if n in scope]
+    out = [
+        n
+        for n in ("past", "past_len", "past_length", "start_pos", "offset", "cache_len", "P")
+        if n in scope
+    ]
     for c in (c for c in CACHES if c in scope):
         out.append(f"(0 if {c} is None else {c}[0].shape[-2])")
     return out
@@ -138,11 +164,21 @@ def _cache_lengths(site: Site, near: cst.CSTNode) -> list[str]:
 def cache_dim(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     cats = site.calls("cat", "concat", "concatenate")
     cached = [
-        c for c in cats
-        if c.args and any(isinstance(n, cst.Name) and n.value in CACHES + ("k_cache", "v_cache", "past_k", "past_v") for n in _names(c.args[0].value))
+        c
+        for c in cats
+        if c.args
+        and any(
+            isinstance(n, cst.Name)
+            and n.value in CACHES + ("k_cache", "v_cache", "past_k", "past_v")
+            for n in _names(c.args[0].value)
+        )
     ]
     for new in ("-2", "2"):
-        pairs = [(d.value, new) for c in cached if (d := arg(c, 1, "dim", "axis")) is not None and code_of(d.value) != new]
+        pairs = [
+            (d.value, new)
+            for c in cached
+            if (d := arg(c, 1, "dim", "axis")) is not None and code_of(d.value) != new
+        ]
         if len(pairs) > 1:  # K and V alike
             yield Candidate(site.replace_all(pairs), f"the cache grows along dim {new}")
     for call in cats[:4]:
@@ -152,16 +188,27 @@ def cache_dim(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
                 if code_of(dim.value) != new:
                     yield Candidate(site.replace(dim.value, new), f"cache grows along dim {new}")
         else:
-            yield Candidate(site.replace(call, with_kwarg(call, "dim", "-2")), "cache grows along dim -2")
+            yield Candidate(
+                site.replace(call, with_kwarg(call, "dim", "-2")), "cache grows along dim -2"
+            )
 
 
 @template("rope-on-values")
 def values_unrotated(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """Only queries and keys are rotated."""
-    for call in site.nodes(cst.Call, lambda n: any(w in (callee(n) or "").lower() for w in ("rope", "rotary", "rotate"))):
+    for call in site.nodes(
+        cst.Call,
+        lambda n: any(w in (callee(n) or "").lower() for w in ("rope", "rotary", "rotate")),
+    ):
         for a in call.args:
-            if isinstance(a.value, cst.Name) and a.value.value in VALUE_NAMES + ("xv", "v_new", "value"):
-                yield Candidate(site.replace(call, a.value.value), f"{a.value.value} left unrotated")
+            if isinstance(a.value, cst.Name) and a.value.value in VALUE_NAMES + (
+                "xv",
+                "v_new",
+                "value",
+            ):
+                yield Candidate(
+                    site.replace(call, a.value.value), f"{a.value.value} left unrotated"
+                )
 
 
 # -- the pair layout ----------------------------------------------------------------------------
@@ -176,9 +223,10 @@ def _rotators(site: Site) -> list[cst.FunctionDef]:
     out = []
     for fn in site.functions():
         body = site.code(fn)
-        if any(m in body for m in ("view_as_complex", "rotate_half", "rotate_every_two", "::2", "torch.complex(")) or (
-            "cat" in body and "-" in body and ("sin" in body or "cos" in body)
-        ):
+        if any(
+            m in body
+            for m in ("view_as_complex", "rotate_half", "rotate_every_two", "::2", "torch.complex(")
+        ) or ("cat" in body and "-" in body and ("sin" in body or "cos" in body)):
             out.append(fn)
     return out
 
@@ -196,7 +244,10 @@ def pair_layout(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         x = params[0]
         flag = "interleaved" if "interleaved" in params else None
         returns = [
-            r for r in site.nodes(cst.Return, lambda n: n.value is not None and not isinstance(n.value, cst.Tuple))
+            r
+            for r in site.nodes(
+                cst.Return, lambda n: n.value is not None and not isinstance(n.value, cst.Tuple)
+            )
             if site.function(r) is fn
         ]
         if not returns:
@@ -210,9 +261,15 @@ def pair_layout(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             pairs = []
             for r in returns:
                 value = site.code(r.value)
-                new = f"({value}).{back}" if when is None else f"(({value}).{back} if {when} else {value})"
+                new = (
+                    f"({value}).{back}"
+                    if when is None
+                    else f"(({value}).{back} if {when} else {value})"
+                )
                 pairs.append((r.value, new))
-            yield Candidate(site.insert_before(first, line, also=pairs), "the pairs of the contract's layout")
+            yield Candidate(
+                site.insert_before(first, line, also=pairs), "the pairs of the contract's layout"
+            )
 
 
 # -- what the cache holds -------------------------------------------------------------------------
@@ -220,7 +277,11 @@ def pair_layout(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
 def cache_kv_heads(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """K and V repeated to the query heads before the cache: the cache keeps the KV heads,
     the repeat comes after it (and the attention uses the repeated ones)."""
-    cats = [c for c in site.calls("cat", "concat") if c.args and isinstance(c.args[0].value, cst.List | cst.Tuple)]
+    cats = [
+        c
+        for c in site.calls("cat", "concat")
+        if c.args and isinstance(c.args[0].value, cst.List | cst.Tuple)
+    ]
     repeats: list[tuple[cst.Assign, str, str]] = []  # (assignment, repeated name, source name)
     for asg in site.nodes(cst.Assign):
         target, value = asg.targets[0].target, asg.value
@@ -229,12 +290,17 @@ def cache_kv_heads(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]
         first = value.args[0].value
         name = callee(value) or ""
         src = first if isinstance(first, cst.Name) else None
-        if src is None and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Name):
+        if (
+            src is None
+            and isinstance(value.func, cst.Attribute)
+            and isinstance(value.func.value, cst.Name)
+        ):
             src = value.func.value  # k.repeat_interleave(g, dim=1)
         if src is None or not ("repeat" in name or "expand" in name):
             continue
         grown = [
-            c for c in cats
+            c
+            for c in cats
             if any(site.code(e.value).strip() == target.value for e in c.args[0].value.elements)
         ]
         if grown:
@@ -242,7 +308,9 @@ def cache_kv_heads(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]
     if not repeats:
         return
     last_cat = max((c for c in cats), key=lambda c: site.order[c])
-    block = next((a for a in site.ancestors(last_cat) if isinstance(a, cst.If)), None) or site.statement(last_cat)
+    block = next(
+        (a for a in site.ancestors(last_cat) if isinstance(a, cst.If)), None
+    ) or site.statement(last_cat)
     rets = [r for r in site.nodes(cst.Return, lambda n: isinstance(n.value, cst.Tuple))]
     if block is None or not rets:
         return
@@ -252,20 +320,29 @@ def cache_kv_heads(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]
     lines = [f"{held} = ({', '.join(names)})"]
     pairs: list[tuple[cst.CSTNode, str]] = []
     for asg, target, src in repeats:
-        lines.append(f"{target} = {site.code(asg.value)}".replace(f"({src}", f"({target}", 1).replace(f"{src}.", f"{target}.", 1))
+        lines.append(
+            f"{target} = {site.code(asg.value)}".replace(f"({src}", f"({target}", 1).replace(
+                f"{src}.", f"{target}.", 1
+            )
+        )
         pairs.append((asg.value, src))
     for r in rets:
         for e in r.value.elements:
-            if isinstance(e.value, cst.Tuple) and {site.code(x.value).strip() for x in e.value.elements} == set(names):
+            if isinstance(e.value, cst.Tuple) and {
+                site.code(x.value).strip() for x in e.value.elements
+            } == set(names):
                 pairs.append((e.value, held))
-    yield Candidate(site.insert_after(block, "\n".join(lines), also=pairs), "the cache keeps the KV heads")
+    yield Candidate(
+        site.insert_after(block, "\n".join(lines), also=pairs), "the cache keeps the KV heads"
+    )
 
 
 @template("mla-cache-unnormalized")
 def cache_normalised(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """The latent is normalised before it is cached, not on every read."""
     norms = [
-        c for c in site.nodes(cst.Call)
+        c
+        for c in site.nodes(cst.Call)
         if isinstance(c.func, cst.Attribute) and "norm" in c.func.attr.value.lower() and c.args
     ]
     for read in norms[:3]:

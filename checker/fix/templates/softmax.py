@@ -206,8 +206,10 @@ def softmax_dim(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             )
     reductions = site.nodes(
         cst.Call,
-        lambda n: callee(n) in ("sum", "amax", "max", "logsumexp", "any", "all")
-        and arg(n, 0, "dim", "axis") is not None,
+        lambda n: (
+            callee(n) in ("sum", "amax", "max", "logsumexp", "any", "all")
+            and arg(n, 0, "dim", "axis") is not None
+        ),
     )
     wrong = [(arg(r, 0, "dim", "axis").value, "-1") for r in reductions]
     wrong = [(v, new) for v, new in wrong if site.code(v) != "-1"][:4]
@@ -216,8 +218,12 @@ def softmax_dim(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         calls = []
         for call in softmax_calls(site)[:2]:
             x, dim = softmax_input(call)
-            a = arg(call, 0 if receiver(call) is not None and x is receiver(call) else 1, "dim", "axis")
+            a = arg(
+                call, 0 if receiver(call) is not None and x is receiver(call) else 1, "dim", "axis"
+            )
             if a is not None and dim != "-1":
                 calls.append((a.value, "-1"))
         if calls:
-            yield Candidate(site.replace_all(calls + wrong), "softmax and its reductions over the last dim")
+            yield Candidate(
+                site.replace_all(calls + wrong), "softmax and its reductions over the last dim"
+            )

@@ -22,7 +22,9 @@ def _masked(site: Site, x: cst.BaseExpression, mask: str) -> str:
 
 
 def _mask_names(site: Site, near: cst.CSTNode) -> list[str]:
-    return [p for p in site.params(site.function(near)) if p in ("mask", "attn_mask", "attention_mask")]
+    return [
+        p for p in site.params(site.function(near)) if p in ("mask", "attn_mask", "attention_mask")
+    ]
 
 
 @template("topk-before-mask")
@@ -30,19 +32,31 @@ def rank_masked(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """Rank the masked scores: a blocked key takes no place."""
     for call in site.calls(*RANKERS)[:3]:
         rec = receiver(call)
-        x = rec if rec is not None and code_of(rec) != "torch" else (call.args[0].value if call.args else None)
+        x = (
+            rec
+            if rec is not None and code_of(rec) != "torch"
+            else (call.args[0].value if call.args else None)
+        )
         for mask in _mask_names(site, call)[:1]:
             if x is not None:
-                yield Candidate(site.replace(x, _masked(site, x, mask)), "top-k of the masked scores")
+                yield Candidate(
+                    site.replace(x, _masked(site, x, mask)), "top-k of the masked scores"
+                )
 
 
 @template("topk-keeps-masked")
 def drop_masked(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """A blocked key never gets weight, even when it filled a place."""
-    fills = [c for c in site.calls("masked_fill") if not any(isinstance(n, cst.Name) and n.value in ("mask", "attn_mask") for n in walk(c))]
+    fills = [
+        c
+        for c in site.calls("masked_fill")
+        if not any(isinstance(n, cst.Name) and n.value in ("mask", "attn_mask") for n in walk(c))
+    ]
     for call in fills[:3]:
         for mask in _mask_names(site, call)[:1]:
-            yield Candidate(site.replace(call, _masked(site, call, mask)), "blocked keys dropped too")
+            yield Candidate(
+                site.replace(call, _masked(site, call, mask)), "blocked keys dropped too"
+            )
 
 
 @template("topk-wrong-dim")
@@ -59,7 +73,9 @@ def rank_largest(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             if a is not None:
                 yield Candidate(site.replace(a.value, good), f"{kw}={good}")
         if callee(call) in ("sort", "argsort") and arg(call, None, "descending") is None:
-            yield Candidate(site.replace(call, with_kwarg(call, "descending", "True")), "descending")
+            yield Candidate(
+                site.replace(call, with_kwarg(call, "descending", "True")), "descending"
+            )
 
 
 @template("topk-softmax-not-renormalized")
@@ -76,7 +92,9 @@ def rows_not_columns(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidat
         if isinstance(target, cst.Subscript) and len(target.slice) >= 2:
             els = list(target.slice)
             a, b = els[-2], els[-1]
-            swapped = target.with_changes(slice=[*els[:-2], b.with_changes(comma=a.comma), a.with_changes(comma=b.comma)])
+            swapped = target.with_changes(
+                slice=[*els[:-2], b.with_changes(comma=a.comma), a.with_changes(comma=b.comma)]
+            )
             yield Candidate(site.replace(target, swapped), "row and column swapped")
 
 
@@ -93,7 +111,9 @@ def both_directions(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate
         others = [
             n.value
             for n in walk(stmt)
-            if isinstance(n, cst.Name) and n.value in ("i", "j", "r", "c", "row", "col", "qi", "ki", "rows", "cols", "qb", "kb")
+            if isinstance(n, cst.Name)
+            and n.value
+            in ("i", "j", "r", "c", "row", "col", "qi", "ki", "rows", "cols", "qb", "kb")
             and n.value not in here
         ]
         idx = [n.value for n in walk(cmp.left) if isinstance(n, cst.Name)]
@@ -101,7 +121,8 @@ def both_directions(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate
             for mine in idx[:1]:
                 flipped = cst.parse_expression(site.code(cmp).replace(mine, other, 1))
                 yield Candidate(
-                    site.replace(cmp, f"({site.code(cmp)}) | ({code_of(flipped)})"), "global in both directions"
+                    site.replace(cmp, f"({site.code(cmp)}) | ({code_of(flipped)})"),
+                    "global in both directions",
                 )
 
 
@@ -109,9 +130,15 @@ def both_directions(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate
 def window_blocks(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     """The window counts blocks: positions divided by the block size first."""
     blocks = ("block", "block_size", "bs", "blk")
-    params = [p for p in site.params(site.functions()[0] if site.functions() else None) if p in blocks]
+    params = [
+        p for p in site.params(site.functions()[0] if site.functions() else None) if p in blocks
+    ]
     for cmp in site.nodes(cst.Comparison)[:3]:
-        subs = [n for n in walk(cmp.left) if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)]
+        subs = [
+            n
+            for n in walk(cmp.left)
+            if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)
+        ]
         for b in params[:1]:
             bases = {s.value.value for s in subs}
             pairs = [(s.value, f"({s.value.value} // {b})") for s in subs if s.value.value in bases]
