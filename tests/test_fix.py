@@ -238,3 +238,18 @@ def test_the_fix_cell_magic_shows_the_verified_fix(capsys: pytest.CaptureFixture
     magics.kata("sdpa --fix", cell)
     out = capsys.readouterr().out
     assert "Fix 1 of 1: scale-not-sqrt" in out and "fixes" in out
+
+
+# -- graded sets -------------------------------------------------------------------------------
+def test_a_set_worker_adds_verified_fixes_only_when_asked():
+    from attnkata.checker.proxy import Limits
+    from attnkata.checker.runner import check
+    from attnkata.checker.sets.worker import grade_one
+
+    path = MUTANTS / "sdpa/scale-not-sqrt.py"
+    lim = Limits(call_timeout=5.0, total_timeout=30.0)
+    plain = grade_one(check, "sdpa", path, lim, "en", ("flag", ()))
+    assert plain["ok"] and "fix" not in plain
+    asked = grade_one(check, "sdpa", path, lim, "en", ("flag", ()), fixes=True)
+    assert [f["mistake"] for f in asked["fix"]["fixes"]] == ["scale-not-sqrt"]
+    assert asked["result"]["status"] == plain["result"]["status"] == "fail"  # the grade stands

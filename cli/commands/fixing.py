@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,24 +10,12 @@ from attnkata.checker import catalog, workspace
 from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import msg
 from attnkata.cli.console import err, out, print_json
-from attnkata.cli.options import JsonOption, LangOption, resolve_lang
+from attnkata.cli.options import FileArg, JsonOption, KataArg, LangOption, resolve_lang
 
 
 def fix(
-    kata: Annotated[
-        str,
-        typer.Argument(
-            metavar="KATA", help="Kata id, e.g. gqa (see `kata list`).", show_default=False
-        ),
-    ],
-    file: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="[FILE]",
-            help="Your solution (default: the workspace file).",
-            show_default=False,
-        ),
-    ] = None,
+    kata: KataArg,
+    file: FileArg = None,
     json_out: JsonOption = False,
     write: Annotated[
         bool,

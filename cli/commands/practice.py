@@ -19,19 +19,20 @@ from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import msg
 from attnkata.checker.store import History
 from attnkata.cli.console import err, out, print_json, write_json_line
-from attnkata.cli.options import JsonOption, LangOption, RecordOption, resolve_lang
+from attnkata.cli.options import (
+    FileArg,
+    JsonOption,
+    KataArg,
+    LangOption,
+    RecordOption,
+    resolve_lang,
+)
 
 TestsOption = Annotated[
     bool,
     typer.Option(
         "--tests",
         help="List every test (by default the failing tests a diagnosis explains are folded into one line under it).",
-    ),
-]
-KataArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="KATA", help="Kata id, e.g. sdpa (see `kata list`).", show_default=False
     ),
 ]
 
@@ -229,14 +230,7 @@ def grade(
 
 def check(
     kata: KataArg,
-    file: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="[FILE]",
-            help="Your solution (default: the workspace file).",
-            show_default=False,
-        ),
-    ] = None,
+    file: FileArg = None,
     json_out: JsonOption = False,
     timeout: Annotated[
         float | None,
@@ -265,14 +259,7 @@ def check(
 
 def watch(
     kata: KataArg,
-    file: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="[FILE]",
-            help="Your solution (default: the workspace file).",
-            show_default=False,
-        ),
-    ] = None,
+    file: FileArg = None,
     json_out: Annotated[
         bool,
         typer.Option(

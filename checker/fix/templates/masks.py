@@ -236,25 +236,20 @@ def _causal(site: Site, kind: str) -> Iterator[Candidate]:
             )
 
 
-@template("causal-mask-top-left")
-def causal_top_left(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
-    yield from _causal(site, "top-left")
+# What each causal mistake's repairs change: the triangle's corner, its diagonal, its side.
+_CAUSAL = {
+    "causal-mask-top-left": "top-left",
+    "causal-mask-excludes-diagonal": "diagonal",
+    "causal-mask-leaks-future": "future",
+    "causal-mask-inverted": "inverted",
+}
 
 
-@template("causal-mask-excludes-diagonal")
-def causal_diagonal(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
-    yield from _causal(site, "diagonal")
-
-
-@template("causal-mask-leaks-future")
-def causal_future(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
-    yield from _causal(site, "future")
-
-
-@template("causal-mask-inverted")
-def causal_inverted(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
-    yield from _causal(site, "inverted")
-    yield from _negated_conditions(site)
+@template(*_CAUSAL)
+def causal(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
+    yield from _causal(site, _CAUSAL[d.id])
+    if d.id == "causal-mask-inverted":
+        yield from _negated_conditions(site)
 
 
 # -- the caller's mask ------------------------------------------------------------------------
