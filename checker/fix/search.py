@@ -113,6 +113,9 @@ def _required(
     for o in result.diagnostics:
         if o is not d and o.id not in done:
             others |= explained(o, result) or set()
+            if o.is_error and o.id in mistakes.COST_IDS:
+                # Right values, wrong cost: such a mistake explains the efficiency tier.
+                others |= {t.id for t in result.tests if t.tier == "efficient"}
     return sorted(((known.get(d.id) or set()) - others) & set(failing(now)))
 
 

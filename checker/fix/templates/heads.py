@@ -351,3 +351,33 @@ def dropout_off(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
 
 # for shapes.py
 names_in_scope = scope_names
+
+
+# -- per-head layouts -----------------------------------------------------------------------------
+@template("mla-kv-b-split-global", "mla-absorb-wrong-slice")
+def split_per_head(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
+    """[H * nope, H * v] split as two blocks, though the rows (or features) go head by head,
+    each head's nope part then its v part: split each head instead."""
+    for call in site.calls("split"):
+        rec = receiver(call)
+        module = rec is not None and code_of(rec) == "torch"
+        x = (call.args[0].value if call.args else None) if module or rec is None else rec
+        sizes = arg(call, 1 if module else 0, "split_size_or_sections", "split_size")
+        dim = arg(call, 2 if module else 1, "dim")
+        if x is None or sizes is None or not isinstance(sizes.value, cst.List | cst.Tuple):
+            continue
+        parts = [e.value for e in sizes.value.elements]
+        if len(parts) != 2 or not all(
+            isinstance(p, cst.BinaryOperation) and isinstance(p.operator, cst.Multiply)
+            for p in parts
+        ):
+            continue
+        heads = {site.code(parts[0].left), site.code(parts[1].left)}
+        if len(heads) != 1:
+            continue
+        h = heads.pop()
+        a, b = site.code(parts[0].right), site.code(parts[1].right)
+        d0 = code_of(dim.value) if dim is not None else "0"
+        d1 = d0 if d0.startswith("-") else str(int(d0) + 1) if d0.isdigit() else f"{d0} + 1"
+        new = f"{site.code(x)}.unflatten({d0}, ({h}, -1)).split([{a}, {b}], dim={d1})"
+        yield Candidate(site.replace(call, new), "split head by head")

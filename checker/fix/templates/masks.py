@@ -331,7 +331,22 @@ def _negated_conditions(site: Site, numpy: bool = False) -> Iterator[Candidate]:
 
 @template("mask-polarity-flipped")
 def mask_polarity(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
-    yield from _negated_conditions(site, is_numpy(site, kata.id))
+    numpy = is_numpy(site, kata.id)
+    first = list(_negated_conditions(site, numpy))
+    yield from first
+    # Code that also takes only 2-D inputs (an einsum without "..."): the mistake only shows
+    # once the batched tests run, so each negation is tried with the einsums batched too.
+    from attnkata.checker.fix.templates.shapes import batched_einsums
+
+    for cand in first[:3]:
+        edits = batched_einsums(Site(cand.source, site.targets))
+        if edits:
+            yield Candidate(
+                Site(cand.source).replace_all(edits)
+                if False
+                else _apply_einsums(cand.source, site.targets),
+                cand.label + ", einsums batched",
+            )
 
 
 def _mask_param(site: Site, near: cst.CSTNode) -> list[str]:
@@ -409,7 +424,7 @@ def mask_after(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
     zeroings = _mask_uses(site) + site.nodes(
         cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Multiply)
     )
-    softmaxes = softmax_calls(site)
+    softmaxes = site.nodes(cst.Call, lambda n: "softmax" in (callee(n) or ""))
     for node in zeroings[:6]:
         stmt = site.statement(node)
         if stmt is None or not isinstance(stmt.body[0], cst.Assign):
@@ -437,6 +452,9 @@ def mask_after(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
                     site.replace(stmt.body[0].value, f"{inner}.nan_to_num(0.0)"),
                     "the softmax taken again over the allowed keys only",
                 )
+        mask = _zeroing_mask(site, node, w)
+        if made and mask is not None:
+            yield from _finite_fill_first(site, made[-1], mask, numpy)
         if numpy:
             np = np_name(site)
             line = f"{w} = {w} / {np}.maximum({w}.sum(axis=-1, keepdims=True), {np}.finfo({w}.dtype).tiny)"
@@ -445,6 +463,38 @@ def mask_after(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
                 f"{w} = {w} / {w}.sum(dim=-1, keepdim=True).clamp_min(torch.finfo({w}.dtype).tiny)"
             )
         yield Candidate(site.insert_after(stmt, line), "weights renormalised after the mask")
+
+
+def _zeroing_mask(site: Site, node: cst.CSTNode, weights: str) -> str | None:
+    """The mask name a zeroing multiplies by (w * mask), if it is a plain name."""
+    if isinstance(node, cst.BinaryOperation):
+        other = node.right if site.code(node.left).strip() == weights else node.left
+        return other.value if isinstance(other, cst.Name) else None
+    return None
+
+
+def _finite_fill_first(site: Site, call: cst.Call, mask: str, numpy: bool) -> Iterator[Candidate]:
+    """The blocked keys filled with the dtype's lowest number before the softmax (whatever
+    softmax the file uses): they get weight 0, and a row with no key stays finite and uniform
+    until the zeroing after it, which stays."""
+    rec = receiver(call)
+    args = [a for a in call.args if a.keyword is None]
+    if rec is not None and code_of(rec) not in ("torch", "F", "np", "special", "nn.functional"):
+        x: cst.BaseExpression | None = rec  # scores.softmax(-1)
+    else:
+        x = args[0].value if args else None  # softmax(scores), the file's own _softmax(scores)
+    if x is None:
+        return
+    xs = site.code(x)
+    if numpy:
+        np = np_name(site)
+        low = f"{np}.where({mask} == 0, {np}.finfo({np}.asarray({xs}).dtype).min, {xs})"
+    else:
+        low = f"({xs}).masked_fill({mask} == 0, torch.finfo(({xs}).dtype).min)"
+    yield Candidate(
+        site.replace(x, f"({xs} if {mask} is None else {low})"),
+        "the blocked keys out of the softmax, the zeroing kept",
+    )
 
 
 def _blocked(site: Site, node: cst.CSTNode, weights: str) -> str | None:
@@ -632,3 +682,10 @@ plus_minus_one = _plus_minus_one
 walk = _walk
 mentions = _mentions
 neg_inf_code = neg_inf
+
+
+def _apply_einsums(source: str, targets: list[tuple[int, int]]) -> str:
+    from attnkata.checker.fix.templates.shapes import batched_einsums
+
+    again = Site(source, targets)
+    return again.replace_all(batched_einsums(again))

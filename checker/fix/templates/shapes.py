@@ -36,16 +36,7 @@ def last_two(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
             or [code_of(a.value) for a in call.args] in (["0", "1"], ["1", "0"])
         ):
             edits.append((call, f"{site.code(rec)}.{swap}"))
-    for call in site.calls("einsum"):
-        if call.args and isinstance(call.args[0].value, cst.SimpleString):
-            spec = call.args[0].value.evaluated_value
-            if "..." not in spec:
-                new = (
-                    ",".join("..." + p for p in spec.split("->")[0].split(","))
-                    + "->..."
-                    + spec.split("->")[1]
-                )
-                edits.append((call.args[0].value, repr(new)))
+    edits += batched_einsums(site)
     for node, new in edits[:4]:
         yield Candidate(site.replace(node, new), "transpose of the last two dims")
     if len(edits) > 1:
@@ -177,3 +168,17 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
         and isinstance(stmt.body[0], cst.Expr)
         and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString)
     )
+
+
+def batched_einsums(site: Site) -> list[tuple[cst.CSTNode, str]]:
+    """An einsum of 2-D inputs ("id,jd->ij") that also takes leading batch dims
+    ("...id,...jd->...ij")."""
+    edits: list[tuple[cst.CSTNode, str]] = []
+    for call in site.calls("einsum"):
+        if call.args and isinstance(call.args[0].value, cst.SimpleString):
+            spec = call.args[0].value.evaluated_value
+            if "..." not in spec and "->" in spec:
+                ins, out = spec.replace(" ", "").split("->")
+                new = ",".join("..." + p for p in ins.split(",")) + "->..." + out
+                edits.append((call.args[0].value, repr(new)))
+    return edits

@@ -167,19 +167,32 @@ def max_shift(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidate]:
         )
         # The mask applied after the exp: the max of the allowed scores only (a blocked key's
         # huge score must not push the allowed ones to 0).
-        fn = site.function(call)
-        local = {n.value for n in site.nodes(cst.Name) if site.function(n) is fn}
-        masks = [m for m in MASK_NAMES if m in local or m in site.params(fn)]
-        for mask in masks[:2]:
-            if numpy:
-                np = np_name(site)
-                masked = f"({x} if {mask} is None else {np}.where({mask} != 0, {x}, -{np}.inf))"
-            else:
-                masked = f"({x} if {mask} is None else {x}.masked_fill({mask} == 0, float('-inf')))"
+        for masked in _masked_scores(site, call, x, numpy):
             yield Candidate(
                 site.replace(a.value, f"{masked} - {_row_max(site, masked, numpy)}"),
                 "exp of the allowed scores, shifted by their max",
             )
+
+
+def _masked_scores(site: Site, call: cst.Call, x: str, numpy: bool) -> Iterator[str]:
+    """`x` with the keys the code masks after the exp set to -inf: the condition of a
+    where(cond, exp(x), 0) around it, or a mask of the function's (the caller's, a local)."""
+    np = np_name(site)
+    parent = site.parent(site.parent(call) or call)
+    if isinstance(parent, cst.Call) and callee(parent) == "where" and len(parent.args) == 3:
+        cond = site.code(parent.args[0].value)
+        yield (
+            f"{np}.where({cond}, {x}, -{np}.inf)"
+            if numpy
+            else f"{x}.masked_fill(~({cond}), float('-inf'))"
+        )
+    fn = site.function(call)
+    local = {n.value for n in site.nodes(cst.Name) if site.function(n) is fn}
+    for mask in [m for m in MASK_NAMES if m in local or m in site.params(fn)][:2]:
+        if numpy:
+            yield f"({x} if {mask} is None else {np}.where({mask} != 0, {x}, -{np}.inf))"
+        else:
+            yield f"({x} if {mask} is None else {x}.masked_fill({mask} == 0, float('-inf')))"
 
 
 @template("softmax-wrong-dim")
