@@ -22,6 +22,7 @@ from typing import Any
 
 from attnkata.checker import (
     messages_diagnose,
+    messages_fix,
     messages_mock,
     messages_sets,
     messages_ui,
@@ -215,6 +216,7 @@ _PARTS = (
     messages_ui.MESSAGES,
     messages_diagnose.MESSAGES,
     messages_web.MESSAGES,
+    messages_fix.MESSAGES,
 )
 for _part in _PARTS:
     _clash = MESSAGES.keys() & _part.keys()

@@ -63,6 +63,7 @@ def grade_remote(
     limits: tuple[float, float, int],
     lang: str,
     rules: FileRules,
+    fixes: bool = False,
 ) -> dict[str, Any]:
     """Runs on a Dask worker: grade `source` (saved as `name`) like a local grading worker."""
     from attnkata.checker.proxy import Limits
@@ -88,7 +89,7 @@ def grade_remote(
         with tempfile.TemporaryDirectory(prefix="attnkata-dask-") as tmp:
             path = Path(tmp) / name
             path.write_bytes(source)
-            reply = grade_one(check, kata_id, path, lim, lang, rules)
+            reply = grade_one(check, kata_id, path, lim, lang, rules, fixes=fixes)
             reply["worker_path"] = str(path.resolve())
         return reply
 
@@ -171,6 +172,7 @@ def run_dask(
                 limits,
                 lang,
                 rules,
+                t.fixes,
                 pure=False,
                 key=f"attnkata-grade-{t.index}-{t.sha256[:16]}",
             )

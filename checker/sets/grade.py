@@ -66,6 +66,9 @@ class GradeOptions:
     fresh: bool = False
     katas: list[str] | None = None  # grade only these katas of the set (platform autograders)
     dask: str | None = None  # a Dask scheduler address, or local[:N]: grade on that cluster
+    # `--feedback fixes`: each failing file's verified fixes (checker/fix/) go into its
+    # student's feedback. Off unless the instructor asks: a graded set never shows a fix.
+    fixes: bool = False
 
 
 @dataclass
@@ -84,6 +87,7 @@ class Entry:
     result: dict[str, Any] | None = None  # Result.to_dict()
     reused: bool = False
     seconds: float = 0.0
+    fix: dict[str, Any] | None = None  # FixReport.to_dict(), with `--feedback fixes`
 
     def result_model(self) -> Result | None:
         return Result.from_dict(self.result) if self.result is not None else None
@@ -117,6 +121,7 @@ class _Task:
     path: str
     sha256: str
     attempts: int = 0
+    fixes: bool = False
 
 
 # -- submissions -----------------------------------------------------------------------------
@@ -266,7 +271,15 @@ def _worker_main(
             return
         if task is None:
             return
-        reply = grade_one(check, task["kata"], Path(task["path"]), lim, lang, rules)
+        reply = grade_one(
+            check,
+            task["kata"],
+            Path(task["path"]),
+            lim,
+            lang,
+            rules,
+            fixes=task.get("fixes", False),
+        )
         try:
             conn.send((task["index"], reply))
         except (BrokenPipeError, OSError):
@@ -299,7 +312,9 @@ class _Worker:
 
     def assign(self, task: _Task) -> bool:
         try:
-            self.conn.send({"index": task.index, "kata": task.kata, "path": task.path})
+            self.conn.send(
+                {"index": task.index, "kata": task.kata, "path": task.path, "fixes": task.fixes}
+            )
         except (BrokenPipeError, OSError):
             return False
         task.attempts += 1
@@ -548,6 +563,8 @@ def grade_set(
         "policy": rules.policy,
         "allow_imports": list(rules.allow_imports),
     }
+    if opts.fixes:  # results graded without fixes are graded again when fixes are asked for
+        config["fixes"] = True
     kata_by_id = {k.id: k for k in manifest.katas}
     for student in students:
         for k in manifest.katas:
@@ -581,9 +598,19 @@ def grade_set(
             done = None if opts.fresh else journal.lookup(student, k.id, key)
             if done is not None:
                 _apply(entry, done["result"], done.get("seconds", 0.0), manifest, penalty)
+                entry.fix = done.get("fix")
                 entry.reused = True
             else:
-                tasks.append(_Task(len(tasks), student, k.id, str(path.resolve()), entry.sha256))
+                tasks.append(
+                    _Task(
+                        len(tasks),
+                        student,
+                        k.id,
+                        str(path.resolve()),
+                        entry.sha256,
+                        fixes=opts.fixes,
+                    )
+                )
     counts = {
         "total": len(tasks),
         "done": 0,
@@ -607,9 +634,11 @@ def grade_set(
                 kata_by_id[task.kata].required_tiers,
             ).to_dict()
         _apply(entry, result, reply.get("seconds", 0.0), manifest, penalty)
+        entry.fix = reply.get("fix")
         if reply.get("ok") or reply.get("kind") not in _NOT_THE_SUBMISSION:
             journal.append(
                 {
+                    **({"fix": entry.fix} if entry.fix is not None else {}),
                     "student": task.student,
                     "kata": task.kata,
                     "sha256": task.sha256,
