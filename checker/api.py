@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 from attnkata.checker import catalog
 from attnkata.checker.errors import UsageError
+from attnkata.checker.messages import msg
 
 if TYPE_CHECKING:  # torch stays out of the import of this module
-    from attnkata.checker.models import Result
+    from attnkata.checker.models import FixReport, Result
     from attnkata.checker.proxy import Limits
 
 
@@ -146,6 +147,9 @@ def grade(
             )
             if result.timings.get("speed_ms"):  # the GPU `speed` tier ran: its best time is kept
                 h.record_speed(kata.id, result.timings)
+            from attnkata.checker.ladder import remember
+
+            remember(h, result, result.graded_source)  # the hint ladder's lines and evidence
     return result
 
 
@@ -207,3 +211,55 @@ class Statement(str):
 
 def show(kata: str, lang: str | None = None) -> Statement:
     return Statement(catalog.get_kata(kata).statement(lang if lang in ("en", "zh") else "en"))
+
+
+def fix(
+    kata: catalog.Kata,
+    path: Path,
+    *,
+    timeout: float | None = None,
+    lang: str = "en",
+    debug: list[str] | None = None,
+) -> FixReport:
+    """`kata fix`: grade the file at `path` (recording nothing), then search a verified repair
+    for each essential diagnosis (checker/fix/search.py). The report carries the check's
+    result and the repaired source (`FixReport.result`, `.fixed_source`)."""
+    from attnkata.checker.models import FixReport
+
+    if started_variant(kata, path).variant:
+        # The repair templates are written in the standard kata's conventions.
+        raise UsageError(msg("fix.variant", lang, kata=kata.id), msg("fix.variant_hint", lang))
+    t0 = time.perf_counter()
+    # The check, then every candidate repair: one pytest session and warm sandboxed processes.
+    result = grade(kata, path, timeout=timeout, lang=lang, record=False, again=True)
+    t_check = time.perf_counter() - t0
+    source = result.graded_source
+    if result.passed or not result.tests or source is None:
+        report = FixReport(kata=kata.id, solution=str(path), status=result.status, lang=lang)
+        report.attach(result, None)
+    else:
+        from attnkata.checker.fix.search import repair
+
+        report, fixed = repair(
+            kata, path, source, result, limits=limits_for(timeout, kata), lang=lang, debug=debug
+        )
+        report.attach(result, fixed)
+    report.timings.update(check=round(t_check, 3), total=round(time.perf_counter() - t0, 3))
+    return report
+
+
+def fix_source(
+    kata: str, source: str, *, lang: str | None = None, timeout: float | None = None
+) -> FixReport:
+    """`fix` for a piece of source (a notebook cell): graded as the kata's solution file."""
+    k = catalog.get_kata(kata)
+    lang = lang if lang in ("en", "zh") else "en"
+    folder = Path(tempfile.mkdtemp(prefix="attnkata-cell-"))
+    try:
+        file = folder / k.solution_file
+        file.write_text(source, encoding="utf-8")
+        report = fix(k, file, timeout=timeout, lang=lang)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    report.solution = k.solution_file
+    return report

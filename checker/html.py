@@ -7,8 +7,18 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from attnkata.checker import mistakes
 from attnkata.checker.messages import msg
-from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks, localized
+from attnkata.checker.models import (
+    SEVERITIES,
+    Diagnostic,
+    FixReport,
+    Result,
+    TestResult,
+    excerpt_blocks,
+    explained_tests,
+    localized,
+)
 from attnkata.checker.textsafe import clean, clean_data
 
 MAX_DIAGNOSTICS = 3
@@ -151,7 +161,27 @@ def _diagnostic(d: Diagnostic, lines: list[str], lang: str) -> str:
     return "".join(parts)
 
 
+def _fold(tests: list[str], lang: str, shown: int = 4) -> str:
+    names = ", ".join(tests[:shown])
+    if len(tests) > shown:
+        names += " " + msg("fold.more", lang, n=len(tests) - shown)
+    return (
+        f'<div style="color:#57606a;margin:-4px 0 8px 14px">↳ '
+        f"{escape(msg('fold.explains', lang, n=len(tests), tests=names))}</div>"
+    )
+
+
+def _test_rows(tests: list[TestResult]) -> str:
+    return "".join(
+        f'<tr><td style="color:{_COLOURS.get(t.status, "#cf222e")}">{_MARKS.get(t.status, "?")}</td>'
+        f"<td><code>{escape(t.id)}</code></td><td>{escape(t.message if t.status != 'pass' else '')}</td></tr>"
+        for t in tests
+    )
+
+
 def result_html(result: Result, source: str | None = None) -> str:
+    """The verdict, the diagnosis (each with one line folding the failing tests it explains),
+    the failing tests no diagnosis explains, and every test by tier in a fold-out."""
     # html.escape handles markup, not control characters: candidate text is cleaned first.
     result = clean_data(result)
     lang = result.lang
@@ -169,20 +199,73 @@ def result_html(result: Result, source: str | None = None) -> str:
     iso = result.isolation.get("backend") if result.isolation else None
     if iso:
         head += f'<div style="color:#57606a;font-size:small">{escape(msg("html.isolation", lang))}: {escape(str(iso))}</div>'
-    tier_blocks = []
-    for tier in counts:
-        rows = "".join(
-            f'<tr><td style="color:{_COLOURS.get(t.status, "#cf222e")}">{_MARKS.get(t.status, "?")}</td>'
-            f"<td><code>{escape(t.id)}</code></td><td>{escape(t.message if t.status != 'pass' else '')}</td></tr>"
-            for t in result.tests
-            if t.tier == tier
-        )
-        p, n = counts[tier]
-        tier_blocks.append(
-            f"<details{' open' if p < n else ''}><summary>{escape(tier)} {p}/{n}</summary>"
-            f"<table>{rows}</table></details>"
-        )
+    folded, unexplained = explained_tests(result)
+    under = {id(d): tests for d, tests in folded}
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     diags = sorted(result.diagnostics, key=lambda d: rank.get(d.severity, 9))[:MAX_DIAGNOSTICS]
-    body = "".join(_diagnostic(d, lines, lang) for d in diags)
-    return f'<div class="attnkata-result">{head}{"".join(tier_blocks)}{body}</div>'
+    body = "".join(
+        _diagnostic(d, lines, lang) + (_fold(under[id(d)], lang) if id(d) in under else "")
+        for d in diags
+    )
+    other = ""
+    if unexplained:
+        title = f"<div><b>{escape(msg('fold.other', lang))}</b></div>" if folded else ""
+        other = f"{title}<table>{_test_rows(unexplained)}</table>"
+    tier_blocks = []
+    for tier in counts:
+        p, n = counts[tier]
+        tier_blocks.append(
+            f"<details><summary>{escape(tier)} {p}/{n}</summary>"
+            f"<table>{_test_rows([t for t in result.tests if t.tier == tier])}</table></details>"
+        )
+    every = (
+        f'<details class="attnkata-tests"><summary>{escape(msg("fold.every_test", lang, n=total))}</summary>'
+        f'<div style="margin-left:12px">{"".join(tier_blocks)}</div></details>'
+        if result.tests
+        else ""
+    )
+    return f'<div class="attnkata-result">{head}{body}{other}{every}</div>'
+
+
+def _diff_html(diff: str) -> str:
+    rows = []
+    for line in diff.splitlines():
+        colour = (
+            "#1a7f37"
+            if line.startswith("+") and not line.startswith("+++")
+            else "#cf222e"
+            if line.startswith("-") and not line.startswith("---")
+            else "#57606a"
+        )
+        rows.append(f'<span style="color:{colour}">{escape(line)}</span>')
+    return '<pre style="margin:4px 0;padding:4px;background:#f6f8fa">' + "\n".join(rows) + "</pre>"
+
+
+def fix_html(report: FixReport) -> str:
+    """`%%kata KATA --fix` / `attnkata.fix(...)`: each verified fix as a diff with what it fixes,
+    and the mistakes without one."""
+    checked = report.result
+    report = clean_data(report)
+    lang = report.lang
+    parts = [f"<div><b>{escape(msg('fix.notebook_heading', lang))}</b></div>"]
+    total = len(report.fixes)
+    for n, f in enumerate(report.fixes, 1):
+        parts.append(
+            f"<div><b>{escape(msg('fix.header', lang, n=n, total=total, id=f.mistake))}</b> — {escape(f.title)}</div>"
+            f'<div style="color:#1a7f37">{escape(msg("fix.fixes_tests", lang, n=f.tests_fixed, m=f.tests_failing))}</div>'
+            + _diff_html(f.diff)
+        )
+    for mid in report.unfixed:
+        title = mistakes.get(mid).render("title", lang) if mid in mistakes.catalogue() else mid
+        parts.append(
+            f'<div style="color:#9a6700">{escape(msg("fix.unfixed", lang, id=mid, title=title))}</div>'
+        )
+    if checked is not None and checked.passed:
+        parts.append(f"<div>{escape(msg('fix.passes', lang, file=report.solution))}</div>")
+    elif not report.fixes and not report.unfixed:
+        parts.append(f"<div>{escape(msg('fix.only_unknown', lang, kata=report.kata))}</div>")
+    else:
+        parts.append(
+            f'<div style="color:#57606a">{escape(msg("fix.searched", lang, n=report.graded))}</div>'
+        )
+    return f'<div class="attnkata-fix">{"".join(parts)}</div>'

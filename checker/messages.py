@@ -23,6 +23,7 @@ from typing import Any
 
 from attnkata.checker import (
     messages_diagnose,
+    messages_fix,
     messages_mock,
     messages_sets,
     messages_ui,
@@ -218,6 +219,7 @@ _PARTS = (
     messages_diagnose.MESSAGES,
     messages_web.MESSAGES,
     messages_variants.MESSAGES,
+    messages_fix.MESSAGES,
 )
 for _part in _PARTS:
     _clash = MESSAGES.keys() & _part.keys()

@@ -170,3 +170,80 @@ def localized(value: Any, lang: str) -> str:
     if isinstance(value, dict):
         return str(value.get(lang) or value.get("en") or "")
     return "" if value is None else str(value)
+
+
+@dataclass
+class Fix:
+    """A verified repair of one diagnosed mistake in the candidate's own file (`kata fix`):
+    the edit as a unified diff against the version it was found on, which lines of that
+    version it changes, and what re-grading the edited file in the sandbox showed."""
+
+    mistake: str
+    title: str
+    diff: str
+    lines: list[int]
+    touched: int  # lines changed, added or removed
+    tests_fixed: int  # failing tests that pass after this edit
+    tests_failing: int  # failing tests of the file as it was checked
+    fixed_tests: list[str] = field(default_factory=list)
+    template: str = ""  # which repair template made it (for --debug and the bench)
+
+
+@dataclass
+class FixReport:
+    """What `kata fix` found for one file: the verified fixes (each applies on top of the ones
+    before it, in order), the diagnosed mistakes without one, and the verified status of the
+    file with every fix applied."""
+
+    kata: str
+    solution: str
+    status: str  # of the file as checked
+    fixes: list[Fix] = field(default_factory=list)
+    unfixed: list[str] = field(default_factory=list)
+    failing: int = 0
+    fixed_status: str = ""  # of the file with every fix applied ("" without a fix)
+    graded: int = 0  # candidate repairs graded in the sandbox
+    written: str = ""  # `--write`: the file that was changed
+    backup: str = ""  # ... and where its previous version is kept
+    lang: str = "en"
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def attach(self, result: Result, fixed_source: str | None) -> None:
+        """The check it started from and the verified source (renderers; not in the JSON)."""
+        self._result = result
+        self._fixed = fixed_source
+
+    @property
+    def result(self) -> Result | None:
+        return getattr(self, "_result", None)
+
+    @property
+    def fixed_source(self) -> str | None:
+        return getattr(self, "_fixed", None)
+
+
+def explained_tests(result: Result) -> tuple[list[tuple[Diagnostic, list[str]]], list[TestResult]]:
+    """The diagnosis first: each diagnostic with the failing tests it explains (as the
+    diagnosis counted them, `data["explains"]`; two mistakes may explain the same test), and
+    the failing tests no diagnostic explains."""
+    failing = [t for t in result.failed_tests if t.status != SKIP]
+    ids = {t.id for t in failing}
+    folded: list[tuple[Diagnostic, list[str]]] = []
+    for d in result.diagnostics:
+        ex = d.data.get("explains") if isinstance(d.data, dict) else None
+        if not isinstance(ex, dict):
+            continue
+        listed = ex.get("ids")
+        if isinstance(listed, list) and listed:
+            mine = [str(t) for t in listed if t in ids]
+        elif ex.get("tests") and ex.get("tests") == len(failing):
+            mine = [t.id for t in failing]
+        else:
+            continue
+        if mine:
+            folded.append((d, mine))
+    taken = {t for _, tests in folded for t in tests}
+    return folded, [t for t in failing if t.id not in taken]

@@ -70,6 +70,33 @@ def _failure_id(exc: CandidateFailure) -> str:
     return "exception"
 
 
+# Texts written for a mistake alone that call another part of the code right: beside the
+# mistakes that make that part wrong, the mistake gets its joint text (messages_fix "joint.").
+# The value: the mistakes whose company changes the text ("*": any other essential one).
+_JOINT: dict[str, tuple[str, ...]] = {
+    "online-softmax-no-rescale": ("online-softmax-sum-not-rescaled",),
+    "online-softmax-sum-not-rescaled": ("online-softmax-no-rescale",),
+    "flash-bwd-missing-delta": ("*",),
+    "cache-stores-repeated-heads": ("*",),
+    "rope-on-values": ("*",),
+    "topk-softmax-not-renormalized": ("*",),
+}
+
+
+def joint_texts(diags: list[Diagnostic], lang: str) -> list[Diagnostic]:
+    """Two mistakes of one family found together: neither text may say the other part was
+    done right (e.g. neither the running sum nor the accumulator is rescaled)."""
+    essential = {d.id for d in diags if d.is_error}
+    for d in diags:
+        company = _JOINT.get(d.id)
+        if not company or not d.is_error:
+            continue
+        others = essential - {d.id}
+        if others & set(company) or ("*" in company and others):
+            d.explanation = msg(f"joint.{d.id}", lang)
+    return diags
+
+
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     """One diagnostic per kind of failure and place in the candidate's file (the same
     exception raised by every test is one finding, not twenty)."""
@@ -125,6 +152,7 @@ def check(
     keep_session: bool = False,
     preread: tuple[str, list[Diagnostic]] | None = None,
     seed: int | None = None,
+    nodes: Iterable[str] | None = None,
 ) -> Result:
     """Grade `path` against `kata`. Raises UsageError only for a missing/unreadable file.
 
@@ -141,6 +169,8 @@ def check(
     the file before importing this module: a save after Enter must not change what is graded).
     `seed`: the salt of the graders' random inputs (None: `probes.new_salt`, a fresh secret
     one unless ATTNKATA_INPUT_SALT fixes it); the result records it.
+    `nodes`: only these tests (TestResult ids, e.g. "forward[float64]"), for a quick first look
+    at a candidate repair (checker/fix/verify.py); the status then covers only them.
     A Ctrl-C ends the candidate's processes and propagates as KeyboardInterrupt."""
     path = Path(path)
     from attnkata.checker.catalog import require_extras
@@ -237,6 +267,7 @@ def check(
                 cancel=cancel,
                 progress=progress,
                 keep_session=keep_session,
+                nodes=None if nodes is None else [f"{kata.grader_path}::test_{t}" for t in nodes],
             )
         if code == pytest.ExitCode.INTERRUPTED:  # pytest swallowed it; the caller must not
             raise (
@@ -281,7 +312,7 @@ def check(
                     found = diagnose_variant(kata, path, source, result, candidate, graded, lang)
                 else:
                     found = diagnose_result(kata, path, source, result, candidate, lang)
-            result.diagnostics = found + result.diagnostics
+            result.diagnostics = joint_texts(found, lang) + result.diagnostics
     result.timings.update(
         {
             "load": round(t_load - t0, 3),

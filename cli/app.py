@@ -47,6 +47,7 @@ COMMAND_MODULES = {
     "check": "practice",
     "watch": "practice",
     "hint": "practice",
+    "fix": "fixing",
     "solution": "practice",
     "history": "practice",
     "stats": "practice",

@@ -1,12 +1,15 @@
 """IPython / Jupyter front end: `%load_ext attnkata` registers
 
-    %%kata KATA [--lang zh] [--timeout S] [--record] [--variant SPEC]
+    %%kata KATA [--lang zh] [--timeout S] [--record] [--variant SPEC] [--fix]
                                             grade the cell as the solution of KATA, then run it
                                             in the kernel too (unless it could not even load);
                                             --record counts it in your history (a cell is not
                                             your practice file unless you say so); --variant
-                                            grades it in a variant's conventions
-    %kata show|hint|start|list [KATA]        the CLI's commands, inside the notebook
+                                            grades it in a variant's conventions; --fix also
+                                            shows each diagnosed mistake's verified fix on the
+                                            cell's code (`kata fix`, standard kata only;
+                                            nothing is recorded)
+    %kata show|hint|start|list|fix [KATA]    the CLI's commands, inside the notebook
                                             (`%kata start KATA --variant random`: the cell it
                                             writes grades in that variant)
 
@@ -27,7 +30,7 @@ from attnkata.checker.messages import msg
 # A cell whose file never loaded in the sandbox (syntax error, hang or crash at import) is
 # not run in the kernel either: a `while True` at the top of a cell would hang the kernel.
 _NOT_LOADED = {"syntax-error", "source-too-complex", "source-too-large", "missing-entry-point"}
-_LINE_COMMANDS = ("show", "hint", "start", "list")
+_LINE_COMMANDS = ("show", "hint", "start", "list", "fix")
 
 
 def _options(words: list[str]) -> tuple[list[str], dict[str, Any]]:
@@ -36,6 +39,8 @@ def _options(words: list[str]) -> tuple[list[str], dict[str, Any]]:
     for w in it:
         if w in ("--record", "--no-record"):
             opts["record"] = w == "--record"
+        elif w == "--fix":
+            opts["fix"] = True
         elif w in ("--lang", "--timeout", "--variant"):
             value = next(it, None)
             if value is None:
@@ -73,24 +78,38 @@ class KataMagics(Magics):
         words, opts = _options(shlex.split(line))
         if len(words) != 1:
             raise KataError(
-                "usage: %%kata KATA [--lang en|zh] [--timeout SECONDS] [--record] [--variant SPEC]"
+                "usage: %%kata KATA [--lang en|zh] [--timeout SECONDS] [--record] [--variant SPEC] [--fix]"
             )
-        result = api.check(
-            words[0],
-            source=cell,
-            lang=opts.get("lang"),
-            timeout=opts.get("timeout"),
-            record=opts.get("record", False),
-            mode="notebook",
-            variant=opts.get("variant"),
-        )
+        report = None
+        if opts.get("fix") and opts.get("variant"):
+            raise KataError("--fix grades the standard kata: leave out --variant")
+        if opts.get("fix"):
+            report = api.fix_source(
+                words[0], cell, lang=opts.get("lang"), timeout=opts.get("timeout")
+            )
+            result = report.result
+            assert result is not None
+        else:
+            result = api.check(
+                words[0],
+                source=cell,
+                lang=opts.get("lang"),
+                timeout=opts.get("timeout"),
+                record=opts.get("record", False),
+                mode="notebook",
+                variant=opts.get("variant"),
+            )
         if _in_notebook(self.shell):
             display(result)
+            if report is not None and not result.passed:
+                display(report)
         else:
             from attnkata.cli.console import out
-            from attnkata.cli.render import render_result
+            from attnkata.cli.render import render_fix_report, render_result
 
             render_result(out, result, cell)
+            if report is not None and not result.passed:
+                render_fix_report(out, report, words[0])
         loaded = bool(result.tests) and not any(d.id in _NOT_LOADED for d in result.diagnostics)
         if loaded:
             self.shell.run_cell(cell, store_history=False)
@@ -153,12 +172,12 @@ def register_html(shell: Any | None = None) -> None:
         shell = get_ipython()
     if shell is None:
         return
-    from attnkata.checker.html import result_html
-    from attnkata.checker.models import Result
+    from attnkata.checker.html import fix_html, result_html
+    from attnkata.checker.models import FixReport, Result
 
-    shell.display_formatter.formatters["text/html"].for_type(
-        Result, lambda r: result_html(r, r.graded_source)
-    )
+    html = shell.display_formatter.formatters["text/html"]
+    html.for_type(Result, lambda r: result_html(r, r.graded_source))
+    html.for_type(FixReport, fix_html)
 
 
 def load(ipython: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,6 +10,20 @@ import typer
 from attnkata.checker.errors import UsageError
 from attnkata.cli.console import default_lang
 
+KataArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="KATA", help="Kata id, e.g. sdpa (see `kata list`).", show_default=False
+    ),
+]
+FileArg = Annotated[
+    Path | None,
+    typer.Argument(
+        metavar="[FILE]",
+        help="Your solution (default: the workspace file).",
+        show_default=False,
+    ),
+]
 LangOption = Annotated[
     str | None,
     typer.Option(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.syntax import Syntax
@@ -9,7 +12,15 @@ from rich.table import Table
 from rich.text import Text
 
 from attnkata.checker.messages import msg
-from attnkata.checker.models import SEVERITIES, Diagnostic, Result, excerpt_blocks, localized
+from attnkata.checker.models import (
+    SEVERITIES,
+    Diagnostic,
+    FixReport,
+    Result,
+    excerpt_blocks,
+    explained_tests,
+    localized,
+)
 from attnkata.checker.textsafe import clean, clean_data
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "skip": "dim"}
@@ -212,8 +223,21 @@ def diagnostic_panel(d: Diagnostic, source_lines: list[str], lang: str) -> Panel
     )
 
 
-def render_result(console: Console, result: Result, source: str | None = None) -> None:
-    """Summary, per-test lines, then at most three diagnostics, most severe first. What the
+def fold_line(tests: list[str], lang: str, shown: int = 4) -> Text:
+    """One line under a diagnosis: the tests it explains ("explains 20 failing tests: a, b,
+    c, d … and 16 more")."""
+    names = ", ".join(tests[:shown])
+    if len(tests) > shown:
+        names += " " + msg("fold.more", lang, n=len(tests) - shown)
+    return Text("  ↳ " + msg("fold.explains", lang, n=len(tests), tests=names), style="dim")
+
+
+def render_result(
+    console: Console, result: Result, source: str | None = None, all_tests: bool = False
+) -> None:
+    """The verdict, then the diagnosis (at most three, most severe first), each followed by
+    one line that folds the failing tests it explains; then the failing tests no diagnosis
+    explains. `all_tests` (`kata check --tests`) lists every test after the diagnosis. What the
     candidate chose (messages quoting its output and exceptions, its file's name and lines)
     is shown without control characters, whatever the console (textsafe.py)."""
     result = clean_data(result)
@@ -231,12 +255,93 @@ def render_result(console: Console, result: Result, source: str | None = None) -
                 style="magenta",
             )
         )
-    if result.tests:
-        console.print(test_table(result))
+    folded, unexplained = explained_tests(result)
+    under = {id(d): tests for d, tests in folded}
     diags = ordered(result.diagnostics)[:MAX_DIAGNOSTICS]
     if diags:
         console.print(Text(msg("render.diagnosis", result.lang), style="bold"))
         for d in diags:
             console.print(diagnostic_panel(d, lines, result.lang))
-    elif result.passed:
+            if id(d) in under:
+                console.print(fold_line(under[id(d)], result.lang))
+    failing = len({t for _, ts in folded for t in ts}) + len(unexplained)
+    if all_tests and result.tests:
+        console.print(Text(msg("fold.tests", result.lang), style="bold"))
+        console.print(test_table(result))
+    elif unexplained:
+        if folded:
+            console.print(Text(msg("fold.other", result.lang), style="bold"))
+        console.print(test_table(replace(result, tests=unexplained)))
+    if not all_tests and failing and (folded or len(result.tests) > len(unexplained)):
+        console.print(Text(msg("fold.tests_hint", result.lang, n=failing), style="dim"))
+    if not diags and result.passed:
         console.print(Text(msg("render.all_pass", result.lang), style="green"))
+
+
+def render_fix_report(console: Console, report: FixReport, kata: str, file_arg: str = "") -> None:
+    """`kata fix`: the check's verdict and diagnosis names, each verified fix as a diff with
+    what it fixes, the mistakes without one, and how to apply (or undo) them."""
+    result = report.result
+    lang = report.lang
+    if result is not None:
+        console.print(summary_line(clean_data(result)))
+        console.print(Text(result.solution, style="dim"))
+    name = Path(report.solution).name
+    if result is not None and result.passed:
+        console.print(Text(msg("fix.passes", lang, file=name), style="green"))
+        return
+    if result is not None and not result.tests:
+        why = ", ".join(d.title for d in result.diagnostics[:2]) or result.status
+        console.print(Text(msg("fix.not_graded", lang, file=name, why=why, kata=kata)))
+        return
+    if result is not None and not report.fixes and not report.unfixed:
+        ids = [d.id for d in result.diagnostics if d.is_error or d.id == "no-known-mistake"]
+        if result.status == "timeout":
+            why = next((d.title for d in result.diagnostics if d.id == "timeout"), result.status)
+            console.print(Text(msg("fix.timed_out", lang, why=why, kata=kata)))
+        elif "no-known-mistake" in ids or not ids:
+            console.print(Text(msg("fix.only_unknown", lang, kata=kata)))
+        else:
+            console.print(Text(msg("fix.nothing_catalogued", lang, ids=", ".join(ids), kata=kata)))
+        return
+    total = len(report.fixes)
+    for n, f in enumerate(report.fixes, 1):
+        console.print(
+            Text.assemble(
+                (msg("fix.header", lang, n=n, total=total, id=f.mistake), "bold"),
+                (" — " + f.title, ""),
+            )
+        )
+        console.print(
+            Text(msg("fix.fixes_tests", lang, n=f.tests_fixed, m=f.tests_failing), style="green")
+        )
+        console.print(Syntax(clean(f.diff).rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True))
+    if total > 1:
+        console.print(Text(msg("fix.in_order", lang), style="dim"))
+    from attnkata.checker import mistakes
+
+    for mid in report.unfixed:
+        title = mistakes.get(mid).render("title", lang) if mid in mistakes.catalogue() else mid
+        console.print(Text(msg("fix.unfixed", lang, id=mid, title=title), style="yellow"))
+    console.print(Text(msg("fix.searched", lang, n=report.graded), style="dim"))
+    if not report.fixes:
+        return
+    if report.fixed_status:
+        state = (
+            msg("fix.after_pass", lang)
+            if report.fixed_status == "pass"
+            else msg("fix.after_fail", lang, n=_still_failing(report))
+        )
+        console.print(Text(msg("fix.after", lang, status=state)))
+    if report.written:
+        console.print(
+            Text(msg("fix.written", lang, file=report.written, backup=report.backup), style="green")
+        )
+        console.print(Text(msg("fix.undo_hint", lang, kata=kata, file=file_arg), style="dim"))
+    else:
+        console.print(Text(msg("fix.write_hint", lang, kata=kata, file=file_arg), style="dim"))
+
+
+def _still_failing(report: FixReport) -> int:
+    fixed = {t for f in report.fixes for t in f.fixed_tests}
+    return max(0, report.failing - len(fixed))

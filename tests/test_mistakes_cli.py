@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from attnkata.checker import mistakes
 from attnkata.checker.diagnose import demos
-from attnkata.checker.store import History
+from attnkata.checker.messages import msg
 from attnkata.cli.app import app
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "mistakes"
@@ -101,23 +101,26 @@ def test_check_json_carries_ids_and_grids():
     assert top["data"]["mask_expected"] and top["data"]["mask_got"]
 
 
-def test_hint_targets_the_diagnosed_mistake_then_stats_counts_it():
+def test_hint_climbs_the_ladder_for_the_diagnosed_mistake_then_stats_counts_it():
     kata("check", "sdpa", str(UNIFORM), "--record")  # not the workspace file: recorded when asked
     res = kata("hint", "sdpa")
-    assert "fully-masked-row-uniform" in res.stdout and "-1e9" in res.stdout
+    flat = " ".join(res.stdout.split())  # the console wraps long lines
+    assert "Hint 1/3 for fully-masked-row-uniform" in flat and "mean of the values" in flat
+    # The last rung: the fix verified on the candidate's own file, its -1e9 line replaced.
+    assert "-1e9" in kata("hint", "sdpa", "--level", "3").stdout
     stats = json.loads(kata("stats", "--json").stdout)
     assert stats["mistakes"].get("fully-masked-row-uniform") == 1
     assert "fully-masked-row-uniform" in kata("stats").stdout
 
 
 def test_hint_falls_back_to_the_catalogue_fix():
-    with History() as h:  # a diagnosis for which sdpa-numpy has no hint of its own
-        h.record_attempt("sdpa-numpy", "fail", 10, 17, 1.0, "x.py", ["fully-masked-row-uniform"])
-    res = kata("hint", "sdpa-numpy", "--lang", "zh")
-    m = mistakes.get("fully-masked-row-uniform")
-    flat = "".join(res.stdout.split())  # the console wraps long lines
-    assert (
-        "".join(m.render("fix", "zh").split()) in flat and "fully-masked-row-uniform" in res.stdout
-    )
-    # Shown once; the next hint is the first progressive one.
-    assert "1/" in kata("hint", "sdpa-numpy").stdout
+    # No repair template knows this mistake and sdpa-numpy has no hint of its own for it: the
+    # last rung says so and gives the catalogue's fix.
+    warning = FIXTURES / "sdpa-numpy" / "numpy-float-warning.py"
+    kata("check", "sdpa-numpy", str(warning), "--record")
+    first = "".join(kata("hint", "sdpa-numpy", "--lang", "zh").stdout.split())
+    assert "".join(msg("ladder.property.numpy-float-warning", "zh").split()) in first
+    res = kata("hint", "sdpa-numpy", "--level", "3", "--lang", "zh")
+    m = mistakes.get("numpy-float-warning")
+    flat = "".join(res.stdout.split())
+    assert "".join(m.render("fix", "zh").split()) in flat and "numpy-float-warning" in res.stdout

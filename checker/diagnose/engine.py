@@ -511,8 +511,10 @@ class Engine:
         behavioural = [f for f in self.findings.values() if f.variant is not None]
         others = [f for f in self.findings.values() if f.variant is None and f.strength >= 2]
         counts: dict[str, int] = {}
+        ids: dict[str, list[str]] = {}  # which tests: `kata check` folds them under the finding
         if len(behavioural) == 1 and not others and behavioural[0].severity != "informative":
             counts[behavioural[0].id] = len(failing)  # the one certain finding explains them all
+            ids[behavioural[0].id] = list(failing)
         elif len(behavioural) > 1 or others:
             for f in behavioural:
                 if f.variant == FAMILY or f.variant is None:
@@ -528,6 +530,7 @@ class Engine:
                     got = None
                 if got is not None:
                     counts[f.id] = len(got & set(failing))
+                    ids[f.id] = [t for t in failing if t in got]
         if "input-not-supported" in self.findings:
             raised = {
                 c.error[1][:60]
@@ -536,14 +539,15 @@ class Engine:
                 and self.spec.probes[i].name
                 in self.findings["input-not-supported"].data.get("unsupported_probes", [])
             }
-            counts["input-not-supported"] = sum(
-                1
+            ids["input-not-supported"] = [
+                t.id
                 for t in self.result.tests
                 if t.id in failing and any(r and r in t.message for r in raised)
-            )
+            ]
+            counts["input-not-supported"] = len(ids["input-not-supported"])
         for mid, n in counts.items():
             f = self.findings[mid]
-            f.data["explains"] = {"tests": n, "failing": len(failing)}
+            f.data["explains"] = {"tests": n, "failing": len(failing), "ids": ids.get(mid, [])}
             f.evidence.insert(0, self.say("diag.explains_tests", n=n, total=len(failing)))
             f.data["share"] = n / len(failing)  # orders findings of one strength
 

@@ -98,6 +98,9 @@ def problem_card(s: Session, p: sess.Problem) -> dict[str, Any]:
         "time_to_first_pass": None if first_pass is None else round(first_pass - s.started, 1),
         "hints": len(p.hints),
         "hint_ids": list(p.hints),
+        # The hint ladder's rungs taken: a mock allows rung 1 per diagnosed mistake (its
+        # targeted hint), never a fix (sess.MOCK_MAX_RUNG).
+        "rungs": sum(1 for h in p.hints if h.startswith("mistake:")),
         "checks": len(p.checks),
         "raw_score": round(raw, 1),
         "hint_penalty": penalty,
@@ -318,6 +321,8 @@ def to_markdown(card: dict[str, Any], lang: str | None = None) -> str:
             for m in p["mistakes"]
         )
         lines.append(f"- `{p['kata']}`: {found or msg('scorecard.none', lang)}")
+        if p.get("rungs"):
+            lines.append(f"  - {msg('ladder.scorecard', lang, n=p['rungs'])}")
         if p["failed_tests"] and p["attempted"]:
             tests = ", ".join(f"`{x}`" for x in p["failed_tests"][:8])
             more = f" (+{len(p['failed_tests']) - 8})" if len(p["failed_tests"]) > 8 else ""

@@ -547,9 +547,16 @@ def check_summary(result: dict[str, Any], at: float) -> dict[str, Any]:
     }
 
 
+# The hint ladder in a mock interview: rung 1 per diagnosed mistake (the kata's hint written
+# for it, else the property the code breaks, in words), never rung 2's line and evidence or
+# rung 3's fix: an interviewer names the problem, the candidate finds and fixes it.
+MOCK_MAX_RUNG = 1
+
+
 def next_hint(s: Session, p: Problem, kata: Kata) -> tuple[str, str] | None:
-    """(hint id, text) of the next hint for `p`: one written for the last diagnosed mistake
-    first, then the progressive ones in order. None when all were shown."""
+    """(hint id, text) of the next hint for `p`: one for each mistake the last check diagnosed
+    first (the ladder's first rung), then the progressive ones in order. None when all were
+    shown."""
     last = p.last_check
     for mid in (last or {}).get("diagnoses", []):
         if f"mistake:{mid}" in p.hints:
@@ -566,10 +573,14 @@ def next_hint(s: Session, p: Problem, kata: Kata) -> tuple[str, str] | None:
 
 
 def _catalogue_fix(mistake_id: str, lang: str, kata: str | None = None) -> str | None:
-    """The mistake catalogue's title and fix, for a mistake the kata wrote no hint for (as
-    `kata hint` does)."""
+    """For a mistake the kata wrote no hint for: the property it breaks, in words (the hint
+    ladder's first rung: no code, no fix); the mistake catalogue's title and fix for one the
+    ladder has no words for."""
     from attnkata.checker import mistakes
+    from attnkata.checker.messages import MESSAGES
 
+    if f"ladder.property.{mistake_id}" in MESSAGES:
+        return msg(f"ladder.property.{mistake_id}", lang)
     if mistake_id not in mistakes.catalogue():
         return None
     m = mistakes.get(mistake_id)

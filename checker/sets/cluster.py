@@ -64,6 +64,7 @@ def grade_remote(
     lang: str,
     rules: FileRules,
     variant: dict[str, str] | None = None,
+    fixes: bool = False,
 ) -> dict[str, Any]:
     """Runs on a Dask worker: grade `source` (saved as `name`) like a local grading worker
     (`variant`: the student's, None for the standard kata)."""
@@ -90,7 +91,7 @@ def grade_remote(
         with tempfile.TemporaryDirectory(prefix="attnkata-dask-") as tmp:
             path = Path(tmp) / name
             path.write_bytes(source)
-            reply = grade_one(check, kata_id, path, lim, lang, rules, variant)
+            reply = grade_one(check, kata_id, path, lim, lang, rules, variant, fixes=fixes)
             reply["worker_path"] = str(path.resolve())
         return reply
 
@@ -174,6 +175,7 @@ def run_dask(
                 lang,
                 rules,
                 t.variant,
+                t.fixes,
                 pure=False,
                 key=f"attnkata-grade-{t.index}-{t.sha256[:16]}",
             )

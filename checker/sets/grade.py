@@ -69,6 +69,9 @@ class GradeOptions:
     # draws variants itself: PrairieLearn's question params)
     variants: dict[str, dict[str, str]] | None = None
     dask: str | None = None  # a Dask scheduler address, or local[:N]: grade on that cluster
+    # `--feedback fixes`: each failing file's verified fixes (checker/fix/) go into its
+    # student's feedback. Off unless the instructor asks: a graded set never shows a fix.
+    fixes: bool = False
 
 
 @dataclass
@@ -87,6 +90,7 @@ class Entry:
     result: dict[str, Any] | None = None  # Result.to_dict()
     reused: bool = False
     seconds: float = 0.0
+    fix: dict[str, Any] | None = None  # FixReport.to_dict(), with `--feedback fixes`
 
     def result_model(self) -> Result | None:
         return Result.from_dict(self.result) if self.result is not None else None
@@ -121,6 +125,7 @@ class _Task:
     sha256: str
     attempts: int = 0
     variant: dict[str, str] | None = None  # the student's variant (None: the standard kata)
+    fixes: bool = False
 
 
 # -- submissions -----------------------------------------------------------------------------
@@ -271,7 +276,14 @@ def _worker_main(
         if task is None:
             return
         reply = grade_one(
-            check, task["kata"], Path(task["path"]), lim, lang, rules, task.get("variant")
+            check,
+            task["kata"],
+            Path(task["path"]),
+            lim,
+            lang,
+            rules,
+            task.get("variant"),
+            fixes=task.get("fixes", False),
         )
         try:
             conn.send((task["index"], reply))
@@ -306,7 +318,13 @@ class _Worker:
     def assign(self, task: _Task) -> bool:
         try:
             self.conn.send(
-                {"index": task.index, "kata": task.kata, "path": task.path, "variant": task.variant}
+                {
+                    "index": task.index,
+                    "kata": task.kata,
+                    "path": task.path,
+                    "variant": task.variant,
+                    "fixes": task.fixes,
+                }
             )
         except (BrokenPipeError, OSError):
             return False
@@ -556,6 +574,8 @@ def grade_set(
         "policy": rules.policy,
         "allow_imports": list(rules.allow_imports),
     }
+    if opts.fixes:  # results graded without fixes are graded again when fixes are asked for
+        config["fixes"] = True
     kata_by_id = {k.id: k for k in manifest.katas}
     if manifest.variants:
         strangers = [s for s in students if s not in manifest.variants]
@@ -603,10 +623,20 @@ def grade_set(
             done = None if opts.fresh else journal.lookup(student, k.id, key)
             if done is not None:
                 _apply(entry, done["result"], done.get("seconds", 0.0), manifest, penalty)
+                entry.fix = done.get("fix")
                 entry.reused = True
             else:
                 tasks.append(
-                    _Task(len(tasks), student, k.id, str(path.resolve()), entry.sha256, 0, variant)
+                    _Task(
+                        len(tasks),
+                        student,
+                        k.id,
+                        str(path.resolve()),
+                        entry.sha256,
+                        0,
+                        variant,
+                        fixes=opts.fixes,
+                    )
                 )
     counts = {
         "total": len(tasks),
@@ -631,9 +661,11 @@ def grade_set(
                 kata_by_id[task.kata].required_tiers,
             ).to_dict()
         _apply(entry, result, reply.get("seconds", 0.0), manifest, penalty)
+        entry.fix = reply.get("fix")
         if reply.get("ok") or reply.get("kind") not in _NOT_THE_SUBMISSION:
             journal.append(
                 {
+                    **({"fix": entry.fix} if entry.fix is not None else {}),
                     "student": task.student,
                     "kata": task.kata,
                     "sha256": task.sha256,

@@ -249,6 +249,7 @@ def to_json(cr: ClassResults) -> dict[str, Any]:
                             "reused",
                             "seconds",
                             "result",
+                            "fix",
                         )
                     }
                     for k in m.kata_ids
@@ -365,6 +366,27 @@ def failed_test_line(test: dict[str, Any], lang: str) -> str:
     )
 
 
+def fix_markdown(fix: dict[str, Any] | None, lang: str) -> list[str]:
+    """The verified fixes of a student's file (only with `kata set grade --feedback fixes`)."""
+    fixes = (fix or {}).get("fixes") or []
+    if not fixes:
+        return []
+    out = [f"### {msg('fix.notebook_heading', lang)}", "", msg("fix.report_intro", lang), ""]
+    for n, f in enumerate(fixes, 1):
+        head = msg("fix.header", lang, n=n, total=len(fixes), id=f.get("mistake", ""))
+        out += [
+            f"**{_inline(head)}** — {_inline(f.get('title', ''))}",
+            "",
+            _inline(
+                msg("fix.fixes_tests", lang, n=f.get("tests_fixed", 0), m=f.get("tests_failing", 0))
+            ),
+            "",
+            _fence(clean(str(f.get("diff", ""))).rstrip("\n"), "diff"),
+            "",
+        ]
+    return out
+
+
 def feedback_markdown(cr: ClassResults, student: str) -> str:
     lang = cr.lang
     m = cr.manifest
@@ -429,6 +451,7 @@ def feedback_markdown(cr: ClassResults, student: str) -> str:
             out += [f"### {msg('report.what_went_wrong', lang)}", ""]
             for d in diags:
                 out += diagnosis_markdown(d, lines, lang)
+        out += fix_markdown(e.fix, lang)
         failed = [x for x in tests if x["status"] not in ("pass", "skip")]
         if failed:
             out += [f"### {msg('report.failed_tests', lang)}", ""]

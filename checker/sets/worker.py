@@ -55,9 +55,12 @@ def grade_one(
     lang: str,
     rules: FileRules,
     variant: dict[str, str] | None = None,
+    fixes: bool = False,
 ) -> dict[str, Any]:
     """Grade one file in this (worker) process: a reply for `on_reply`, never an exception.
-    `variant`: the student's variant of the kata (None: the standard kata)."""
+    `variant`: the student's variant of the kata (None: the standard kata); `fixes`: a failing
+    file's verified fixes too (`kata set grade --feedback fixes`; the standard kata only: the
+    repair templates are written in its conventions)."""
     t0 = time.perf_counter()
     try:
         # A worker grades file after file: each kata's pytest session is built once (driver.py).
@@ -76,6 +79,8 @@ def grade_one(
         )
         policy_cost.apply(result, rules.policy, rules.allow_imports, lang)
         reply: dict[str, Any] = {"ok": True, "result": result.to_dict()}
+        if fixes and not variant and not result.passed and result.tests and result.graded_source:
+            reply["fix"] = _fixes(kata_id, path, result, lim, lang)
     except KataDefinitionError as exc:
         reply = {"ok": False, "kind": "grader-broken", "message": exc.message}
     except KataError as exc:
@@ -88,3 +93,17 @@ def grade_one(
         }
     reply["seconds"] = round(time.perf_counter() - t0, 3)
     return reply
+
+
+def _fixes(kata_id: str, path: Path, result: Any, lim: Any, lang: str) -> dict[str, Any] | None:
+    """The file's verified fixes (checker/fix/), graded in the same sandbox; None when the
+    search itself broke (the grade stands either way)."""
+    try:
+        from attnkata.checker.fix.search import repair
+
+        report, _ = repair(
+            load_set_kata(kata_id), path, result.graded_source, result, limits=lim, lang=lang
+        )
+        return report.to_dict()
+    except Exception:  # noqa: BLE001 - a fix is extra: it must never cost a student their grade
+        return None

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -20,12 +21,21 @@ from attnkata.checker.errors import UsageError
 from attnkata.checker.messages import msg
 from attnkata.checker.store import History
 from attnkata.cli.console import err, out, print_json, write_json_line
-from attnkata.cli.options import JsonOption, LangOption, RecordOption, SeedOption, resolve_lang
+from attnkata.cli.options import (
+    FileArg,
+    JsonOption,
+    KataArg,
+    LangOption,
+    RecordOption,
+    SeedOption,
+    resolve_lang,
+)
 
-KataArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="KATA", help="Kata id, e.g. sdpa (see `kata list`).", show_default=False
+TestsOption = Annotated[
+    bool,
+    typer.Option(
+        "--tests",
+        help="List every test (by default the failing tests a diagnosis explains are folded into one line under it).",
     ),
 ]
 
@@ -273,14 +283,7 @@ def grade(
 
 def check(
     kata: KataArg,
-    file: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="[FILE]",
-            help="Your solution (default: the workspace file).",
-            show_default=False,
-        ),
-    ] = None,
+    file: FileArg = None,
     json_out: JsonOption = False,
     timeout: Annotated[
         float | None,
@@ -290,6 +293,7 @@ def check(
         ),
     ] = None,
     record: RecordOption = None,
+    tests: TestsOption = False,
     lang: LangOption = None,
     seed: SeedOption = None,
 ) -> None:
@@ -305,20 +309,13 @@ def check(
     else:
         from attnkata.cli.render import render_result
 
-        render_result(out, result, result.graded_source)
+        render_result(out, result, result.graded_source, all_tests=tests)
     raise typer.Exit(0 if result.passed else 1)
 
 
 def watch(
     kata: KataArg,
-    file: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="[FILE]",
-            help="Your solution (default: the workspace file).",
-            show_default=False,
-        ),
-    ] = None,
+    file: FileArg = None,
     json_out: Annotated[
         bool,
         typer.Option(
@@ -329,6 +326,7 @@ def watch(
         float | None, typer.Option("--timeout", help="Seconds per call of your code.")
     ] = None,
     record: RecordOption = None,
+    tests: TestsOption = False,
     lang: LangOption = None,
     seed: SeedOption = None,
 ) -> None:
@@ -367,7 +365,7 @@ def watch(
                 from attnkata.cli.render import render_result
 
                 out.clear()
-                render_result(out, result, result.graded_source)
+                render_result(out, result, result.graded_source, all_tests=tests)
                 out.print(f"[dim]watching {path} — save to re-check, Ctrl-C to stop[/]")
             watcher.wait()
 
@@ -377,72 +375,111 @@ def _last_diagnoses(h: History, kata: str) -> list[str]:
     return json.loads(rows[0]["diagnoses"]) if rows else []
 
 
-def _catalogue_hint(mistake_id: str, kata: str | None = None) -> catalog.Hint | None:
-    from attnkata.checker import mistakes
-
-    if mistake_id not in mistakes.catalogue():
-        return None
-    m = mistakes.get(mistake_id)
-    text = catalog.Text(
-        **{
-            lang: msg(
-                "hint.title_and_fix",
-                lang,
-                title=m.render("title", lang, kata=kata),
-                fix=m.render("fix", lang, kata=kata),
-            )
-            for lang in catalog.LANGS
-        }
-    )
-    return catalog.Hint(text=text, mistake=mistake_id)
-
-
 def hint(
     kata: KataArg,
     level: Annotated[
-        int | None, typer.Option("--level", help="Show hint number N (1 = gentlest).")
+        int | None,
+        typer.Option(
+            "--level",
+            help="Show hint number N: rung N (1-3) of the ladder for your diagnosed mistake, else the kata's hint N.",
+        ),
     ] = None,
     lang: LangOption = None,
 ) -> None:
-    """Show the next hint for KATA (a hint for your last diagnosed mistake comes first)."""
+    """Show the next hint for KATA. For a mistake your last check diagnosed, a ladder of three
+    rungs, one per call: what your code breaks, where, then the fix verified on your code.
+    Without one, the kata's own hints in order."""
     lang = resolve_lang(lang)
     k = catalog.get_kata(kata)
-    label, text = next_hint(k, level, lang)
-    out.print(f"[bold]{msg('hint.title', lang)} {label}[/] ({k.id})")
-    out.print(text)
+    shown = take_hint(k, level, lang)
+    out.print(f"[bold]{shown.label}[/] ({k.id})")
+    out.print(shown.text, markup=False, highlight=False)
+    if shown.diffs:
+        from rich.syntax import Syntax
+
+        for diff in shown.diffs:
+            out.print(Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True))
+    if shown.after:
+        out.print(f"[dim]{shown.after}[/]")
+
+
+@dataclass(frozen=True)
+class ShownHint:
+    """A hint as `kata hint` and the web page show it."""
+
+    label: str  # "Hint 2/4", "Rung 1 of 3 for gqa-...: what it breaks"
+    text: str
+    diffs: tuple[str, ...] = ()  # the verified fixes (the ladder's third rung)
+    after: str = ""  # what comes next
 
 
 def next_hint(k: catalog.Kata, level: int | None, lang: str) -> tuple[str, str]:
-    """The hint `kata hint` shows (and records): (its label, its text). One for the last
-    diagnosed mistake comes first; `level` asks for a progressive one by number."""
+    """The hint `kata hint` shows (and records), as (label, Markdown text) for the web page."""
+    shown = take_hint(k, level, lang)
+    text = shown.text + "".join(f"\n\n```diff\n{d.rstrip()}\n```" for d in shown.diffs)
+    return shown.label, text
+
+
+def take_hint(k: catalog.Kata, level: int | None, lang: str) -> ShownHint:
+    """The next hint, recorded as shown: a rung of the ladder for the last diagnosed mistake
+    first; `level` asks for a rung (or, without a diagnosis, a kata hint) by number."""
+    from attnkata.checker import ladder
     from attnkata.checker.mock.session import ACTIVE, blocking_session
 
     if (mock := blocking_session(k.id)) is not None and mock.state == ACTIVE:
         # In a mock interview hints cost points; they are given (and charged) by the session.
         raise UsageError(
-            f"{k.id} is part of the running mock interview {mock.id}",
-            f"use `kata mock hint {k.id}` (hints cost points there)",
+            msg("mock.hint_blocked", lang, kata=k.id),
+            msg("mock.hint_blocked_hint", lang),
         )
     hints = k.progressive_hints
     with History() as h:
-        shown = {json.loads(e["detail"]).get("id") for e in h.events(k.id, "hint")}
-        chosen = None
-        if level is None:
-            for mid in _last_diagnoses(h, k.id):
-                # No hint written for this mistake in kata.toml: the catalogue's fix serves as one.
-                targeted = k.hint_for(mid) or _catalogue_hint(mid, k.id)
-                if targeted and f"mistake:{mid}" not in shown:
-                    chosen, label = targeted, msg("hint.for_mistake", lang, id=mid)
-                    hid = f"mistake:{mid}"
-                    break
-        if chosen is None:
+        diagnosed = ladder.ladder_mistakes(_last_diagnoses(h, k.id))
+        step: tuple[str, int] | None = None
+        if diagnosed and level is not None:
+            if not 1 <= level <= ladder.RUNGS:
+                raise UsageError(msg("ladder.level_range", lang, n=ladder.RUNGS))
+            step = (diagnosed[0], level)
+        elif diagnosed:
+            step = ladder.next_rung(h, k.id, diagnosed)
+        checked = ladder.last_check(h, k.id) if step is not None and step[1] > 1 else None
+        if step is None:
             if level is not None and not 1 <= level <= len(hints):
                 raise UsageError(f"--level must be between 1 and {len(hints)}")
+            shown = {json.loads(e["detail"]).get("id") for e in h.events(k.id, "hint")}
             n = level or min(len([s for s in shown if str(s).startswith("level:")]) + 1, len(hints))
-            chosen, hid = hints[n - 1], f"level:{n}"
-            label = f"{n}/{len(hints)}"
-        h.record_event(k.id, "hint", {"id": hid})
-    return label, chosen.text.get(lang)
+            h.record_event(k.id, "hint", {"id": f"level:{n}"})
+            return ShownHint(
+                f"{msg('hint.title', lang)} {n}/{len(hints)}", hints[n - 1].text.get(lang)
+            )
+    mid, n = step
+    if checked is None and n > 1:
+        checked = _check_now(k, lang)
+    r = ladder.rung(k, mid, n, lang, checked)
+    with History() as h:
+        h.record_event(k.id, "hint", {"id": f"rung:{mid}:{n}"})
+    after = (
+        msg("ladder.rungs_left", lang, kata=k.id, n=n + 1)
+        if n < ladder.RUNGS
+        else msg("ladder.last", lang, kata=k.id)
+    )
+    return ShownHint(
+        f"{msg('ladder.title', lang, n=n, id=mid)} · {msg(f'ladder.rung.{n}', lang)}",
+        r.text,
+        tuple(f.diff for f in r.fixes),
+        after,
+    )
+
+
+def _check_now(k: catalog.Kata, lang: str):  # noqa: ANN202 - a (Result, source) pair or None
+    """No recorded check to read the diagnosis' lines from: grade the workspace file now."""
+    from attnkata.checker import api
+
+    path = workspace.solution_path(k)
+    if not path.is_file():
+        return None
+    result = api.grade(k, path, lang=lang, record=False)
+    return result, result.graded_source
 
 
 def solution(
@@ -512,11 +549,21 @@ def history(
         raise UsageError("--limit must be at least 1")
     if kata is not None:
         kata = catalog.get_kata(kata).id
+    from attnkata.checker.ladder import rungs_before
+
     with History() as h:
         rows = [dict(r) for r in h.attempts(kata, limit)]
         speeds = h.best_speeds()
+        rungs = rungs_before(h, kata)
     for r in rows:
         r["diagnoses"] = json.loads(r["diagnoses"])
+    # The hint ladder's rungs taken since the kata's previous attempt (shown before this one).
+    everything = sorted(rows, key=lambda r: r["ts"])
+    previous: dict[str, float] = {}
+    for r in everything:
+        since = previous.get(r["kata"], float("-inf"))
+        r["rungs"] = sum(1 for ts, k in rungs if k == r["kata"] and since < ts <= r["ts"])
+        previous[r["kata"]] = r["ts"]
     if json_out:
         print_json(rows)
         return
@@ -539,6 +586,8 @@ def history(
         status = Text(r["status"], style="green" if r["status"] == "pass" else "red")
         if r["mode"] != "practice":
             status.append(f" ({r['mode']})", style="dim")
+        if r["rungs"]:  # the hint ladder's rungs taken before this attempt
+            status.append(f"\n{r['rungs']} rung(s)", style="dim")
         table.add_row(when, r["kata"], status, f"{r['passed']}/{r['total']}")
         for mid in r["diagnoses"]:
             table.add_row("", Text(f"  {mid}", style="yellow"), "", "")

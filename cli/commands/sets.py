@@ -314,9 +314,19 @@ def grade(
         ),
     ] = None,
     feedback: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--feedback",
+            help="`fixes`: put each failing file's verified fixes (`kata fix`) into its "
+            "student's feedback (off by default: a graded set shows no fix). Any other value: "
+            "the feedback folder, as --feedback-dir.",
+            show_default=False,
+        ),
+    ] = None,
+    feedback_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--feedback-dir",
             help="Folder for per-student Markdown feedback (default: OUT/feedback).",
             show_default=False,
         ),
@@ -388,6 +398,11 @@ def grade(
     from attnkata.checker.sets.grade import GradeOptions, grade_set
     from attnkata.checker.sets.report import mistake_histogram, mistake_sentence, write_all
 
+    fixes = feedback == "fixes"
+    if feedback is not None and not fixes:
+        if feedback_dir is not None:
+            raise UsageError("--feedback FOLDER and --feedback-dir FOLDER: give the folder once")
+        feedback_dir = Path(feedback)  # the folder, as older scripts pass it
     if canvas_out is not None and canvas is None:
         raise UsageError(
             "--canvas-out needs --canvas EXPORT.csv (the gradebook exported from Canvas)"
@@ -411,6 +426,7 @@ def grade(
         out=out_dir,
         fresh=fresh,
         dask=dask,
+        fixes=fixes,
     )
     try:
         with _Bar(enabled=not quiet) as bar:
@@ -421,7 +437,11 @@ def grade(
         )
         raise typer.Exit(130) from None
     paths = write_all(
-        results, csv_path=csv_path, json_path=json_path, html_path=html_path, feedback_dir=feedback
+        results,
+        csv_path=csv_path,
+        json_path=json_path,
+        html_path=html_path,
+        feedback_dir=feedback_dir,
     )
     if canvas is not None:
         from attnkata.checker.sets.canvas import build_import, canvas_warnings, write_import
