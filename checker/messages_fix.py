@@ -535,6 +535,106 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "A row with no allowed key has no weight at all: its log-sum-exp is minus infinity.",
         "没有可关注键的行完全没有权重：它的 log-sum-exp 是负无穷。",
     ),
+    "ladder.property.sink-tokens-evicted": (
+        "The first few tokens of the stream must stay in the cache for ever: the model leans on them as a resting place for its attention, so eviction must drop the tokens right after them, never the sinks themselves.",
+        "流中最前面的几个 token 必须永远留在缓存里：模型把它们当作注意力的落脚点，所以淘汰应该丢掉紧跟在它们之后的 token，而不是 sink 本身。",
+    ),
+    "ladder.property.positions-not-reassigned": (
+        "Positions are slots in the cache. When tokens are evicted, every kept window key moves to a lower slot, so its rotary position must move with it; a key that keeps its old rotation claims a position it no longer has.",
+        "位置就是缓存中的槽位。淘汰 token 后，每个保留的窗口键都移到了更靠前的槽位，它的旋转位置也必须跟着移动；保留旧旋转的键占着一个它已经不在的位置。",
+    ),
+    "ladder.property.rerotation-wrong-direction": (
+        "A kept key moves back by the number of evicted tokens, so its rotation must go back by that amount too; going forward puts it twice as far from its slot.",
+        "保留的键往前移动了被淘汰 token 的个数，所以它的旋转也必须往回转同样的量；往前转会让它离自己的槽位差出两倍。",
+    ),
+    "ladder.property.alibi-slopes-wrong-for-non-power-of-two": (
+        "The geometric slope sequence is defined for a power-of-two head count; for other counts the extra heads take interleaved slopes from the next power of two, not a sequence stretched over all heads.",
+        "几何序列形式的斜率是为 2 的幂个头定义的；头数不是 2 的幂时，多出来的头从下一个 2 的幂的斜率中隔一个取一个，而不是把序列拉伸到所有头上。",
+    ),
+    "ladder.property.alibi-bias-sign": (
+        "The linear bias is a penalty: the further a key is from the query, the lower its logit must become.",
+        "线性偏置是一种惩罚：键离查询越远，它的 logit 就应该越低。",
+    ),
+    "ladder.property.alibi-distance-top-left": (
+        "Distance is measured between positions, and a query's position counts the keys already in the cache before it; measuring from its row number alone ignores them whenever there are more keys than queries.",
+        "距离是在位置之间度量的，查询的位置要算上缓存里排在它前面的键；只用它的行号度量，在键比查询多时就忽略了这些键。",
+    ),
+    "ladder.property.alibi-bias-scaled": (
+        "The distance penalty is added to the logits after they are scaled; shrinking it with the scale makes every head's penalty weaker than its slope says.",
+        "距离惩罚是在 logits 缩放之后加上的；让它也跟着缩放，会使每个头的惩罚比它的斜率规定的更弱。",
+    ),
+    "ladder.property.alibi-bias-not-symmetric": (
+        "The penalty depends on how far a key is, in either direction; keys after the query must be penalised as much as keys the same distance before it.",
+        "惩罚取决于键离得多远，与方向无关；查询之后的键和之前同样距离的键应受到同样的惩罚。",
+    ),
+    "ladder.property.block-table-ignored": (
+        "A sequence's tokens live in whatever physical blocks its table lists, in that order; reading the pool's blocks in their own order reads another sequence's keys.",
+        "一个序列的 token 存放在它的块表列出的物理块里，按块表的顺序排列；按缓存池自身的顺序读块，读到的是别的序列的键。",
+    ),
+    "ladder.property.context-length-off-by-one": (
+        "The length already counts the new token, whose key is in the cache: a sequence of length n attends exactly its first n slots, no more and no fewer.",
+        "长度已经算上了新 token，它的键已经在缓存里：长度为 n 的序列正好关注它的前 n 个槽位，不多也不少。",
+    ),
+    "ladder.property.paged-gathers-dense-kv": (
+        "Paging exists so that each sequence reads only its own blocks; building the whole padded batch of keys first costs the memory the paging was meant to save.",
+        "分页的意义在于每个序列只读取自己的块；先拼出整个补齐后的键批次，花掉的正是分页本来要省下的内存。",
+    ),
+    "ladder.property.split-lse-combine-unweighted": (
+        "Each split's output is normalised over its own keys only; merging them exactly needs each split's share of the total weight, which its log-sum-exp carries.",
+        "每个切分的输出只在它自己的键上归一化；要精确地合并，需要每个切分在总权重中所占的份额，而这个份额由它的 log-sum-exp 给出。",
+    ),
+    "ladder.property.empty-split-nan": (
+        "A split with no keys contributes nothing: its weight must be exactly zero, and nothing undefined may come out of it.",
+        "没有键的切分不贡献任何东西：它的权重必须正好是零，也不能产生任何未定义的值。",
+    ),
+    "ladder.property.missing-load-mask": (
+        "A block has a fixed size, but the tensor's last block is usually partial: every lane past the tensor's end must be masked when it is loaded.",
+        "分块的大小是固定的，而张量的最后一块通常不满：读取时，超出张量末尾的每个通道都必须被 mask 掉。",
+    ),
+    "ladder.property.missing-store-mask": (
+        "The last block of the output is usually partial: lanes past the end of the output must not be written.",
+        "输出的最后一块通常不满：超出输出末尾的通道不能被写入。",
+    ),
+    "ladder.property.other-not-neg-inf": (
+        "A masked lane must not take part in the maximum or the sum: the value it is loaded with has to vanish under the exponential.",
+        "被 mask 的通道不能参与最大值和求和：它读取时填入的值必须在指数运算后消失。",
+    ),
+    "ladder.property.grid-misses-tail": (
+        "Every row must belong to some program: the number of programs has to round up, so that the last partial block of rows is computed too.",
+        "每一行都必须属于某个 program：program 的数量要向上取整，这样最后不满的那一块行也会被计算。",
+    ),
+    "ladder.property.stride-assumed-contiguous": (
+        "A tensor can be a transposed or sliced view: where an element lives is given by its strides, not by the shape alone.",
+        "张量可能是转置或切片后的视图：元素在哪里由它的步长决定，而不是只由形状决定。",
+    ),
+    "ladder.property.block-too-small-for-dot": (
+        "The matrix units of a GPU work on tiles of at least sixteen in every dimension; smaller blocks cannot be multiplied there.",
+        "GPU 的矩阵单元处理每一维至少为十六的分块；更小的块无法在那里做乘法。",
+    ),
+    "ladder.property.torch-instead-of-triton": (
+        "The kata grades a kernel: the loads, reductions, exponentials and products must happen inside it, the wrapper only prepares and launches.",
+        "这道题评测的是 kernel：读取、归约、指数和乘法都必须在 kernel 内完成，wrapper 只负责准备和启动。",
+    ),
+    "ladder.property.layout-transposed": (
+        "Your statement fixes the order of the axes of every tensor; code written for the other order reads heads as positions.",
+        "题目规定了每个张量各维的顺序；按另一种顺序写的代码会把头当成位置来读。",
+    ),
+    "ladder.property.argument-names-differ": (
+        "The caller passes arguments by the names your statement gives; other names mean they never arrive.",
+        "调用方按题目给出的名字传参；换了名字，参数就传不进来。",
+    ),
+    "ladder.property.scale-convention-swapped": (
+        "Your statement says whether the logits are multiplied by a scale or divided by a temperature; using the other reading inverts the factor.",
+        "题目规定了 logits 是乘以缩放系数还是除以温度；按另一种理解会把系数取反。",
+    ),
+    "ladder.property.flag-convention-inverted": (
+        "Your statement says what the flag means when it is true; reading it the other way applies the behaviour exactly when it should not.",
+        "题目规定了标志为真时的含义；反过来理解，恰好会在不该生效时生效。",
+    ),
+    "ladder.property.mask-shape-convention": (
+        "Your statement fixes the mask's shape; a mask of another shape broadcasts differently or not at all.",
+        "题目规定了 mask 的形状；换一种形状，广播方式就变了，甚至无法广播。",
+    ),
     "ladder.property.topk-keeps-smallest": (
         "Top-k keeps each query's largest scores.",
         "top-k 保留的是每个查询最大的那些分数。",

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from attnkata.checker import api, catalog
 from attnkata.checker.fix import templates
+from attnkata.checker.sets.worker import FileRules
 from attnkata.cli.app import app
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -250,8 +251,8 @@ def test_a_set_worker_adds_verified_fixes_only_when_asked():
 
     path = MUTANTS / "sdpa/scale-not-sqrt.py"
     lim = Limits(call_timeout=5.0, total_timeout=30.0)
-    plain = grade_one(check, "sdpa", path, lim, "en", ("flag", ()))
+    plain = grade_one(check, "sdpa", path, lim, "en", FileRules())
     assert plain["ok"] and "fix" not in plain
-    asked = grade_one(check, "sdpa", path, lim, "en", ("flag", ()), fixes=True)
+    asked = grade_one(check, "sdpa", path, lim, "en", FileRules(), fixes=True)
     assert [f["mistake"] for f in asked["fix"]["fixes"]] == ["scale-not-sqrt"]
     assert asked["result"]["status"] == plain["result"]["status"] == "fail"  # the grade stands

@@ -19,6 +19,7 @@ from attnkata.checker.fix.verify import judge
 from attnkata.checker.messages import MESSAGES, msg
 from attnkata.checker.models import Diagnostic, Fix, FixReport, Result, SourceRef
 from attnkata.checker.models import TestResult as Outcome
+from attnkata.checker.sets.worker import FileRules
 
 SOURCE = """import torch
 
@@ -315,7 +316,7 @@ def test_graded_feedback_shows_a_fix_only_when_the_instructor_asked(tmp_path: Pa
         calls.append(args)
         return failing
 
-    reply = worker.grade_one(fake_check, "gqa", tmp_path / "gqa.py", None, "en", ("flag", ()))
+    reply = worker.grade_one(fake_check, "gqa", tmp_path / "gqa.py", None, "en", FileRules())
     assert reply["ok"] and "fix" not in reply
     assert fix_markdown(None, "en") == []
     fix = {

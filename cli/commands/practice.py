@@ -429,8 +429,8 @@ def take_hint(k: catalog.Kata, level: int | None, lang: str) -> ShownHint:
     if (mock := blocking_session(k.id)) is not None and mock.state == ACTIVE:
         # In a mock interview hints cost points; they are given (and charged) by the session.
         raise UsageError(
-            msg("mock.hint_blocked", lang, kata=k.id),
-            msg("mock.hint_blocked_hint", lang),
+            f"{k.id} is part of the running mock interview {mock.id}",
+            f"use `kata mock hint {k.id}` (hints cost points there)",
         )
     hints = k.progressive_hints
     with History() as h:
@@ -466,7 +466,7 @@ def take_hint(k: catalog.Kata, level: int | None, lang: str) -> ShownHint:
     return ShownHint(
         f"{msg('ladder.title', lang, n=n, id=mid)} · {msg(f'ladder.rung.{n}', lang)}",
         r.text,
-        tuple(f.diff for f in r.fixes),
+        tuple(f.diff for f in r.fixes or ()),
         after,
     )
 
