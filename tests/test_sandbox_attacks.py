@@ -140,6 +140,12 @@ def fresh_sandbox():
 
 def _use(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(host.ENV_MODE, "auto" if backend == "namespaces" else "subprocess")
+    # An earlier test of this worker may have asked for spares (`kata fix`, watch): a spare is
+    # a started process that has run nothing yet, but _leftovers would count it.
+    monkeypatch.setattr(host, "_spares", False)
+    if host._current is not None:
+        host._current.keep_spare = False
+        host._current._drop_spare()
     if host._current is not None and host._current.alive() and host._current.mode != backend:
         host.shutdown()
     if backend == "namespaces" and host.zygote().mode != "namespaces":
