@@ -8,12 +8,15 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from web_support import WebServer
 
 from attnkata.checker.catalog import get_kata
 from attnkata.checker.static import MAX_SOURCE_BYTES
+
+MUTANTS = Path(__file__).parent / "fixtures" / "mistakes"
 
 pytestmark = pytest.mark.slow
 
@@ -307,3 +310,17 @@ def test_a_newer_check_of_the_same_file_cancels_the_running_one(server):
     assert s1 == 200 and b1.get("cancelled") and "newer check" in b1["message"], b1
     assert s2 == 200 and b2["status"] == "pass", b2
     assert (server.workspace / "sdpa" / "sdpa.py").read_text() == right
+
+
+def test_hint_climbs_the_ladder_for_the_mistake_the_page_diagnosed(server):
+    # The ladder's rungs may grade the file and verify a fix: that happens in the grading
+    # process, and the page shows rung 1 (the property, no code), then rung 2 (where).
+    source = (MUTANTS / "gqa" / "kv-repeat-instead-of-interleave.py").read_text()
+    status, body, _ = server.request("POST", "/api/kata/gqa/check", {"text": source, "base": None})
+    assert status == 200 and body["status"] == "fail", body
+    status, one, _ = server.request("POST", "/api/kata/gqa/hint", {})
+    assert status == 200, one
+    assert "kv-repeat-instead-of-interleave" in one["label"] and "1" in one["label"]
+    assert "<code>" not in one["html"]  # rung 1: in words
+    status, two, _ = server.request("POST", "/api/kata/gqa/hint", {})
+    assert status == 200 and "2" in two["label"] and two["html"] != one["html"], two

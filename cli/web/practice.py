@@ -176,14 +176,15 @@ def _verdict(reply: dict[str, Any], lang: str) -> dict[str, Any]:
 
 @api
 async def hint(request: Request) -> Response:
-    from attnkata.cli.commands.practice import next_hint
-
     k = _kata(request)
     lang = lang_of(request)
-    label, text = await run_in_threadpool(next_hint, k, None, lang)
-    return answer(
-        {"label": f"{msg('hint.title', lang)} {label}", "html": str(pages.markdown(text))}
-    )
+    # In the grading process: the ladder's rungs may grade the file and verify a fix.
+    reply = await request.app.state.config.grader.request("hint", kata=k.id, lang=lang)
+    if not reply.get("ok"):
+        if reply.get("dead"):
+            return answer({"error": msg("web.grader_died", lang, log=reply.get("error", ""))}, 500)
+        return answer({"error": reply.get("error", ""), "hint": reply.get("hint")}, 400)
+    return answer({"label": reply["label"], "html": str(pages.markdown(reply["text"]))})
 
 
 class _Ask(Exception):

@@ -135,6 +135,16 @@ def _grade_session(req: dict[str, Any], cancel: threading.Event) -> dict[str, An
     return {"state": s.state}
 
 
+def _hint(req: dict[str, Any], cancel: threading.Event) -> dict[str, Any]:
+    """`kata hint`'s next hint: a rung of the ladder may grade the workspace file and search a
+    verified fix (pytest, the sandbox), which belongs here, not in the server."""
+    from attnkata.checker import catalog
+    from attnkata.cli.commands.practice import next_hint
+
+    label, text = next_hint(catalog.get_kata(req["kata"]), None, req.get("lang", "en"))
+    return {"label": label, "text": text}
+
+
 def _warm(req: dict[str, Any], cancel: threading.Event) -> dict[str, Any]:
     from attnkata.checker import catalog
     from attnkata.checker.sandbox import host
@@ -148,6 +158,7 @@ OPS = {
     "mock-check": _mock_check,
     "samples": _samples,
     "grade-session": _grade_session,
+    "hint": _hint,
     "warm": _warm,
 }
 
