@@ -19,7 +19,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkata.checker import mistakes
 from attnkata.checker.catalog import Kata
 from attnkata.checker.messages import MESSAGES, msg
 from attnkata.checker.models import Diagnostic, Fix, Result
@@ -72,6 +71,10 @@ def shown(h: History, kata: str) -> dict[str, int]:
 
 def ladder_mistakes(ids: list[str]) -> list[str]:
     """The diagnosed mistakes a ladder climbs: catalogued, essential, with a first rung."""
+    if not ids:
+        return []  # (without parsing the catalogue: `kata hint` stays quick)
+    from attnkata.checker import mistakes  # (not at import: `kata history` needs none of it)
+
     cat = mistakes.catalogue()
     return [
         i
@@ -167,6 +170,8 @@ def fix_text(kata: Kata, mid: str, path: Path | None, source: str | None, lang: 
     if result is None or mid not in {d.id for d in result.diagnostics}:
         return FixAnswer(msg("ladder.fix_gone", lang, kata=kata.id), [])
     # The kata's own advice for this mistake, else the catalogue's.
+    from attnkata.checker import mistakes
+
     written = kata.hint_for(mid)
     general = (
         written.text.get(lang)
