@@ -27,24 +27,35 @@ runner = CliRunner()
 # One small fixture per mistake id with a repair template, the quickest to grade that the
 # repair verifies on (a mutant of tests/fixtures/mistakes/, else a real-style file).
 FIXTURE = {
+    "alibi-bias-not-symmetric": MUTANTS / "alibi/alibi-bias-not-symmetric.py",
+    "alibi-bias-scaled": MUTANTS / "alibi/alibi-bias-scaled.py",
+    "alibi-distance-top-left": MUTANTS / "alibi/alibi-distance-top-left.py",
+    "alibi-slopes-wrong-for-non-power-of-two": MUTANTS
+    / "alibi/alibi-slopes-wrong-for-non-power-of-two.py",
+    "block-table-ignored": MUTANTS / "paged-attention/block-table-ignored.py",
     "cache-concat-wrong-dim": MUTANTS / "kv-cache/cache-concat-wrong-dim.py",
     "cache-positions-restart": MUTANTS / "kv-cache/cache-positions-restart.py",
+    "cache-rerotated": MUTANTS / "kv-cache/cache-rerotated.py",
     "cache-stores-repeated-heads": REAL / "kv-cache/repeat_kv_before_cache.py",
     "causal-mask-excludes-diagonal": MUTANTS / "causal-mask/causal-mask-excludes-diagonal.py",
     "causal-mask-inverted": MUTANTS / "causal-mask/causal-mask-inverted.py",
     "causal-mask-leaks-future": MUTANTS / "causal-mask/causal-mask-leaks-future.py",
     "causal-mask-top-left": MUTANTS / "causal-mask/causal-mask-top-left.py",
+    "context-length-off-by-one": MUTANTS / "flash-decoding/context-length-off-by-one.py",
     "dropout-in-eval": MUTANTS / "mqa/dropout-in-eval.py",
     "dtype-not-preserved": MUTANTS / "mqa/dtype-not-preserved.py",
+    "empty-split-nan": MUTANTS / "flash-decoding/empty-split-nan.py",
     "fully-masked-row-nan": MUTANTS / "sdpa-numpy/fully-masked-row-nan.py",
     "fully-masked-row-nan-gradient": MUTANTS / "mqa/fully-masked-row-nan-gradient.py",
     "fully-masked-row-uniform": MUTANTS / "sdpa/fully-masked-row-uniform--neg1e30.py",
     "global-one-direction": MUTANTS / "block-sparse/global-one-direction.py",
+    "grid-misses-tail": MUTANTS / "triton-softmax/grid-misses-tail.py",
     "input-mutated": MUTANTS / "causal-mask/input-mutated.py",
     "kv-heads-not-expanded": MUTANTS / "gqa/kv-heads-not-expanded.py",
     "kv-projection-wrong-size": REAL / "mqa/mha_copy_kv_full_width.py",
     "kv-repeat-instead-of-interleave": MUTANTS / "gqa/kv-repeat-instead-of-interleave--k-only.py",
     "longformer-window-as-total": MUTANTS / "longformer/longformer-window-as-total.py",
+    "lse-wrong": MUTANTS / "flash-decoding/lse-wrong.py",
     "mask-added-as-float": MUTANTS / "sdpa/mask-added-as-float.py",
     "mask-applied-after-softmax": MUTANTS / "gqa/mask-applied-after-softmax.py",
     "mask-ignored": MUTANTS / "sdpa/mask-ignored.py",
@@ -57,10 +68,13 @@ FIXTURE = {
     "mla-cache-unnormalized": REAL / "mla-decode/cache_raw_compressed_kv.py",
     "mla-kv-b-split-global": MUTANTS / "mla/mla-kv-b-split-global.py",
     "mla-missing-kv-norm": MUTANTS / "mla/mla-missing-kv-norm.py",
+    "mla-rope-on-nope": MUTANTS / "mla/mla-rope-on-nope.py",
     "mla-scale-without-rope-dim": MUTANTS / "mla/mla-scale-without-rope-dim.py",
     "nondeterministic-output": MUTANTS / "sdpa/nondeterministic-output.py",
     "padding-mask-wrong-axis": MUTANTS / "causal-mask/padding-mask-wrong-axis.py",
+    "positions-not-reassigned": MUTANTS / "attention-sinks/positions-not-reassigned.py",
     "random-blocks-transposed": MUTANTS / "block-sparse/random-blocks-transposed.py",
+    "rerotation-wrong-direction": MUTANTS / "attention-sinks/rerotation-wrong-direction.py",
     "returns-attention-weights": MUTANTS / "sdpa/returns-attention-weights--tuple.py",
     "rope-inv-freq-exponent": MUTANTS / "rope/rope-inv-freq-exponent.py",
     "rope-on-values": MUTANTS / "kv-cache/rope-on-values.py",
@@ -71,8 +85,10 @@ FIXTURE = {
     "scale-by-d-model": MUTANTS / "gqa/scale-by-d-model.py",
     "scale-inverted": MUTANTS / "sdpa-numpy/scale-inverted.py",
     "scale-not-sqrt": MUTANTS / "sdpa/scale-not-sqrt.py",
+    "sink-tokens-evicted": MUTANTS / "attention-sinks/sink-tokens-evicted.py",
     "softmax-wrong-dim": MUTANTS / "sdpa/softmax-wrong-dim.py",
     "split-heads-without-transpose": MUTANTS / "gqa/split-heads-without-transpose.py",
+    "split-lse-combine-unweighted": MUTANTS / "flash-decoding/split-lse-combine-unweighted.py",
     "topk-before-mask": MUTANTS / "topk-sparse/topk-before-mask.py",
     "topk-keeps-masked": MUTANTS / "topk-sparse/topk-keeps-masked.py",
     "topk-off-by-one": MUTANTS / "topk-sparse/topk-off-by-one.py",
@@ -138,6 +154,13 @@ def test_a_verified_fix_for_each_mistake_with_a_template(mid: str) -> None:
 @pytest.mark.parametrize("mid", sorted(SLOW))
 def test_a_verified_fix_for_each_flash_mistake(mid: str) -> None:
     _verified(mid, SLOW[mid])
+
+
+@pytest.mark.slow
+def test_a_verified_fix_inside_a_triton_kernel() -> None:
+    """torch's NaN guard cannot be called in a `@triton.jit` kernel: the kernel's own
+    (`tl.where`) is what verifies there."""
+    _verified("flash-empty-block-nan", REAL / "flash-attention-triton/fa2_algorithm1.py")
 
 
 # -- the CLI -----------------------------------------------------------------------------------

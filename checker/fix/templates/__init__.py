@@ -27,7 +27,21 @@ if TYPE_CHECKING:
 
 Template = Callable[["Site", "Diagnostic", "Kata"], Iterable["Candidate"]]
 
-_FAMILIES = ("softmax", "masks", "scale", "heads", "shapes", "flash", "positions", "sparse")
+_FAMILIES = (
+    "softmax",
+    "masks",
+    "scale",
+    "heads",
+    "shapes",
+    "flash",
+    "positions",
+    "sparse",
+    "alibi",
+    "sinks",
+    "decoding",
+    "bands",
+    "kernels",
+)
 _REGISTRY: dict[str, list[Template]] = {}
 _loaded = False
 

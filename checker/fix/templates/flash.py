@@ -10,6 +10,7 @@ import libcst as cst
 from attnkata.checker.catalog import Kata
 from attnkata.checker.fix.site import Candidate, Site, arg, callee, code_of, receiver
 from attnkata.checker.fix.templates import template
+from attnkata.checker.fix.templates.kernels import in_kernel
 from attnkata.checker.models import Diagnostic
 
 ZEROS = ("zeros", "zeros_like", "new_zeros")
@@ -82,6 +83,7 @@ def _exp_guards(site: Site) -> list[tuple[cst.BaseExpression, str]]:
             a is not None
             and isinstance(a.value, cst.BinaryOperation)
             and isinstance(a.value.operator, cst.Subtract)
+            and not in_kernel(site, call)  # torch cannot be called there: kernels.py's guard
         ):
             m = a.value.right
             out.append((m, f"torch.nan_to_num({site.code(m)}, neginf=0.0)"))

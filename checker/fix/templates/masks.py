@@ -580,6 +580,18 @@ def _mentions(site: Site, node: cst.CSTNode, names: tuple[str, ...]) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in _walk(node))
 
 
+def one_off_ops(site: Site, names: tuple[str, ...]) -> list[cst.BinaryOperation]:
+    """`x + 1` / `x - 1` where x uses one of `names`: an off-by-one's usual spelling."""
+    return site.nodes(
+        cst.BinaryOperation,
+        lambda n: (
+            isinstance(n.operator, cst.Add | cst.Subtract)
+            and number(n.right) == 1.0
+            and _mentions(site, n.left, names)
+        ),
+    )
+
+
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
     for child in node.children:
@@ -595,15 +607,7 @@ def _plus_minus_one(site: Site, names: tuple[str, ...]) -> Iterator[Candidate]:
     )[:4]:
         if _mentions(site, cmp, names):
             yield Candidate(_with_op(site, cmp, STRICT), "window comparison strictness")
-    ops = site.nodes(
-        cst.BinaryOperation,
-        lambda n: (
-            isinstance(n.operator, cst.Add | cst.Subtract)
-            and number(n.right) == 1.0
-            and _mentions(site, n.left, names)
-        ),
-    )
-    for op in ops[:3]:
+    for op in one_off_ops(site, names)[:3]:
         yield Candidate(site.replace(op, site.code(op.left)), "window bound without the ± 1")
     for name in site.nodes(
         cst.Name,

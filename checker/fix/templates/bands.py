@@ -1,0 +1,3 @@
+"""(being written)"""
+
+from __future__ import annotations
