@@ -71,6 +71,7 @@ FIXTURE = {
     "mla-rope-on-nope": MUTANTS / "mla/mla-rope-on-nope.py",
     "mla-scale-without-rope-dim": MUTANTS / "mla/mla-scale-without-rope-dim.py",
     "nondeterministic-output": MUTANTS / "sdpa/nondeterministic-output.py",
+    "padding-ignores-global": MUTANTS / "longformer/padding-ignores-global.py",
     "padding-mask-wrong-axis": MUTANTS / "causal-mask/padding-mask-wrong-axis.py",
     "positions-not-reassigned": MUTANTS / "attention-sinks/positions-not-reassigned.py",
     "random-blocks-transposed": MUTANTS / "block-sparse/random-blocks-transposed.py",

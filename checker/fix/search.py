@@ -26,7 +26,7 @@ from attnkata.checker.catalog import Kata
 from attnkata.checker.fix import templates
 from attnkata.checker.fix.site import Candidate, Site
 from attnkata.checker.fix.verify import QUICK_LOOK_AFTER, Regrader, Verdict, failing, passing
-from attnkata.checker.models import PASS, Diagnostic, Fix, FixReport, Result
+from attnkata.checker.models import PASS, TIMEOUT, Diagnostic, Fix, FixReport, Result
 from attnkata.checker.proxy import Limits
 
 # Candidates graded per mistake, and per file: enough for the templates' nearby search, few
@@ -108,8 +108,10 @@ def _required(
 ) -> list[str]:
     """The failing tests a repair of `d` must make pass: those `d` explains, less those
     another finding still present also explains (another mistake, a probe the code cannot
-    take), among the tests failing now."""
-    others: set[str] = set()
+    take), among the tests failing now. A test that ran out of time in the check is left
+    out: it never finished, so no mistake is shown to explain it (a slow per-token loop
+    times out with the mistake repaired too); it is not counted as fixed unless it passes."""
+    others: set[str] = {t.id for t in result.tests if t.status == TIMEOUT}
     for o in result.diagnostics:
         if o is not d and o.id not in done:
             others |= explained(o, result) or set()

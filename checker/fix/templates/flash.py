@@ -308,3 +308,8 @@ def transposed_grads(site: Site, d: Diagnostic, kata: Kata) -> Iterator[Candidat
         else:
             new = f"{site.code(left)}.transpose(-2, -1)"
         yield Candidate(site.replace(left, new), "the other side of the transpose")
+
+
+# exported for bands.py
+ceil_divisions = _ceil_divisions
+tile_sizes = _tile_sizes

@@ -215,10 +215,15 @@ def _causal(site: Site, kind: str) -> Iterator[Candidate]:
     )
     if not near_cmp:
         yield from _triangle_edits(site, kind, offsets)
+    sides = 0
     for cmp in cmps:
         if kind == "top-left":
             for src in _offset_sides(site, cmp, offsets):
-                yield Candidate(src, "query positions offset by S - L")
+                # Capped: several comparisons times several offsets would use up the search
+                # before the query positions' own repair below is tried.
+                if sides < OFFSET_SIDES:
+                    sides += 1
+                    yield Candidate(src, "query positions offset by S - L")
         elif kind in ("diagonal", "future"):
             yield Candidate(_with_op(site, cmp, STRICT), "comparison strictness")
         elif kind == "inverted":
@@ -235,6 +240,8 @@ def _causal(site: Site, kind: str) -> Iterator[Candidate]:
                 site.replace(ret.value, f"~({site.code(ret.value)})"), "returned mask negated"
             )
 
+
+OFFSET_SIDES = 6
 
 # What each causal mistake's repairs change: the triangle's corner, its diagonal, its side.
 _CAUSAL = {
