@@ -537,11 +537,7 @@ def _changes(pl: Plan, node: ast.stmt, gen: _Codegen) -> bool:
     fns = [node] if isinstance(node, ast.FunctionDef) else methods(node)  # type: ignore[arg-type]
     for fn in fns:
         e = _Entry(pl, name, fn, gen)
-        if (
-            e.needed(name)
-            or e.renames
-            or (fn.name == "__init__" and any(x != n for n, x in e.inputs()))
-        ):
+        if e.needed(name) or e.renames:
             return True
     return False
 

@@ -206,6 +206,9 @@ def _triangle_edits(site: Site, kind: str, offsets: list[str]) -> Iterator[Candi
             yield Candidate(_flip_triangle(site, call, diag), f"{name} -> the other triangle")
 
 
+OFFSET_SIDES = 6  # "offset sides" candidates for a top-left mask, over all its comparisons
+
+
 def _causal(site: Site, kind: str) -> Iterator[Candidate]:
     anchor = next(iter(_triangles(site) + _comparisons(site)), None)
     offsets = key_offsets(site, anchor) if anchor is not None else []
@@ -221,9 +224,10 @@ def _causal(site: Site, kind: str) -> Iterator[Candidate]:
             for src in _offset_sides(site, cmp, offsets):
                 # Capped: several comparisons times several offsets would use up the search
                 # before the query positions' own repair below is tried.
-                if sides < OFFSET_SIDES:
-                    sides += 1
-                    yield Candidate(src, "query positions offset by S - L")
+                if sides == OFFSET_SIDES:
+                    break
+                sides += 1
+                yield Candidate(src, "query positions offset by S - L")
         elif kind in ("diagonal", "future"):
             yield Candidate(_with_op(site, cmp, STRICT), "comparison strictness")
         elif kind == "inverted":
@@ -240,8 +244,6 @@ def _causal(site: Site, kind: str) -> Iterator[Candidate]:
                 site.replace(ret.value, f"~({site.code(ret.value)})"), "returned mask negated"
             )
 
-
-OFFSET_SIDES = 6
 
 # What each causal mistake's repairs change: the triangle's corner, its diagonal, its side.
 _CAUSAL = {
